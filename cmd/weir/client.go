@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// clientFlags are the flags every client subcommand shares.
+type clientFlags struct {
+	endpoint string
+	timeout  time.Duration
+}
+
+func (c *clientFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.endpoint, "endpoint", "localhost:8099", "job service endpoint (host:port)")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "how long to wait for the job service")
+}
+
+// dial connects to the job service. The caller closes the connection and
+// cancels the context.
+func (c *clientFlags) dial() (jobpb.JobServiceClient, *grpc.ClientConn, context.Context, context.CancelFunc, error) {
+	conn, err := grpc.NewClient(c.endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("job service %s: %w", c.endpoint, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	return jobpb.NewJobServiceClient(conn), conn, ctx, cancel, nil
+}
+
+// listJobs prints every job of the service with its state.
+func listJobs(args []string, stdout io.Writer) error {
+	fs := newFlagSet("jobs", "")
+	var cf clientFlags
+	cf.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usageErrorf("unexpected arguments %q", fs.Args())
+	}
+	client, conn, ctx, cancel, err := cf.dial()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	defer cancel()
+
+	resp, err := client.GetJobs(ctx, &jobpb.GetJobsRequest{})
+	if err != nil {
+		return fmt.Errorf("listing jobs on %s: %w", cf.endpoint, err)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tNAME\tSTATE")
+	for _, j := range resp.GetJobInfo() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", j.GetJobId(), j.GetJobName(), j.GetState())
+	}
+	return tw.Flush()
+}
+
+// cancelJob asks the service to cancel one job and prints the state it
+// reports, usually CANCELLING.
+func cancelJob(args []string, stdout io.Writer) error {
+	fs := newFlagSet("cancel", "JOB")
+	var cf clientFlags
+	cf.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("want exactly one job id, got %d arguments", fs.NArg())
+	}
+	id := fs.Arg(0)
+	client, conn, ctx, cancel, err := cf.dial()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	defer cancel()
+
+	resp, err := client.Cancel(ctx, &jobpb.CancelJobRequest{JobId: id})
+	if err != nil {
+		return fmt.Errorf("cancelling job %s on %s: %w", id, cf.endpoint, err)
+	}
+	fmt.Fprintf(stdout, "%s\t%s\n", id, resp.GetState())
+	return nil
+}

@@ -1,0 +1,104 @@
+// Command weir is the weir runner's binary: a Beam job server and small
+// clients for it.
+//
+//	weir serve  [--host=localhost] [--job-port=8099] [--staging-dir=DIR]
+//	weir jobs   [--endpoint=localhost:8099]
+//	weir cancel [--endpoint=localhost:8099] JOB
+//
+// This file only dispatches; each subcommand lives in its own file.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// subcommand runs one `weir <name>` with the arguments after the name.
+type subcommand struct {
+	name, summary string
+	run           func(args []string, stdout io.Writer) error
+}
+
+var subcommands = []subcommand{
+	{"serve", "run the job service until interrupted", serve},
+	{"jobs", "list the jobs of a job service and their states", listJobs},
+	{"cancel", "cancel a job", cancelJob},
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return 0
+	}
+	for _, c := range subcommands {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(args[1:], stdout)
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.Is(err, errUsage):
+			fmt.Fprintf(stderr, "weir %s: %v\n", c.name, err)
+			return 2
+		default:
+			fmt.Fprintf(stderr, "weir %s: %v\n", c.name, err)
+			return 1
+		}
+	}
+	fmt.Fprintf(stderr, "weir: unknown command %q\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+// errUsage marks bad command lines, which exit with status 2.
+var errUsage = errors.New("usage")
+
+func usageErrorf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: weir <command> [flags] [args]")
+	fmt.Fprintln(w, "\ncommands:")
+	for _, c := range subcommands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'weir <command> -h' for a command's flags.")
+}
+
+// newFlagSet returns a flag set for a subcommand that reports errors instead
+// of exiting, so run decides the exit status.
+func newFlagSet(name, argsUsage string) *flag.FlagSet {
+	fs := flag.NewFlagSet("weir "+name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: weir %s [flags] %s\n", name, argsUsage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args, turning flag errors into usage errors.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return nil
+}

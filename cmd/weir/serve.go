@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/weir-runner/weir/runner"
+)
+
+// serve runs the job service until SIGINT or SIGTERM, then stops it
+// gracefully: running jobs are cancelled and waited for, up to
+// --shutdown-timeout. A second signal during shutdown kills the process.
+func serve(args []string, stdout io.Writer) error {
+	fs := newFlagSet("serve", "")
+	host := fs.String("host", "localhost", "interface to listen on; use 0.0.0.0 to accept remote submissions")
+	port := fs.Int("job-port", 8099, "port of Beam's JobService (0 picks a free port)")
+	stagingDir := fs.String("staging-dir", "", "directory for staged artifacts (default: a temporary directory)")
+	keep := fs.Bool("keep-artifacts", false, "keep each job's staged artifacts after it ends")
+	timeout := fs.Duration("shutdown-timeout", 30*time.Second, "how long to wait for running jobs on shutdown")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usageErrorf("unexpected arguments %q", fs.Args())
+	}
+
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	s := runner.NewServer(runner.NewLocalExecutor(), runner.ServerOptions{
+		StagingRoot:   *stagingDir,
+		KeepArtifacts: *keep,
+		Logger:        log,
+	})
+
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(lis) }()
+	log.Info("weir: job service listening", "endpoint", lis.Addr().String())
+	fmt.Fprintf(stdout, "weir job service on %s; submit with --runner=universal --endpoint=%s --environment_type=LOOPBACK\n", lis.Addr(), lis.Addr())
+
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	// Restore default signal handling, so a second signal ends the process.
+	stopSignals()
+	log.Info("weir: shutting down", "timeout", *timeout)
+	sctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	err = s.Stop(sctx)
+	if serr := <-served; !errors.Is(serr, runner.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}

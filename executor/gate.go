@@ -1,0 +1,153 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+)
+
+// channelState is what a consumer knows of one input channel.
+type channelState struct {
+	port    int
+	wm      mtime.Time
+	ended   bool
+	blocked bool      // delivered the pending barrier; later messages wait
+	queue   []Message // messages held back while blocked
+}
+
+// gate turns a subtask's incoming envelopes into operator calls: per-port
+// watermarks, aligned barriers and end of input.
+type gate struct {
+	op       Operator
+	out      *Output
+	ack      func(BarrierID)
+	channels []channelState
+	portWM   []mtime.Time
+	pending  BarrierID // barrier being aligned; 0 when none
+	live     int       // channels not ended
+	finished bool
+}
+
+func newGate(op Operator, out *Output, ack func(BarrierID), ports []int) *gate {
+	g := &gate{op: op, out: out, ack: ack}
+	nports := 0
+	for _, p := range ports {
+		g.channels = append(g.channels, channelState{port: p, wm: mtime.MinTimestamp})
+		nports = max(nports, p+1)
+	}
+	g.portWM = make([]mtime.Time, nports)
+	for i := range g.portWM {
+		g.portWM[i] = mtime.MinTimestamp
+	}
+	g.live = len(g.channels)
+	return g
+}
+
+// handle processes one envelope, and any messages it releases.
+func (g *gate) handle(ctx context.Context, env envelope) error {
+	if env.ch < 0 || env.ch >= len(g.channels) {
+		return fmt.Errorf("executor: message on unknown channel %d", env.ch)
+	}
+	c := &g.channels[env.ch]
+	if c.blocked {
+		c.queue = append(c.queue, env.msg)
+		return nil
+	}
+	return g.deliver(ctx, env.ch, env.msg)
+}
+
+func (g *gate) deliver(ctx context.Context, ch int, m Message) error {
+	c := &g.channels[ch]
+	switch m.Kind {
+	case KindData:
+		return g.op.Process(ctx, c.port, m.Elems)
+	case KindWatermark:
+		if m.Watermark > c.wm {
+			c.wm = m.Watermark
+			return g.advance(ctx, c.port)
+		}
+		return nil
+	case KindBarrier:
+		return g.barrier(ctx, ch, m.Barrier)
+	case KindEnd:
+		if c.ended {
+			return fmt.Errorf("executor: channel %d ended twice", ch)
+		}
+		c.ended = true
+		c.wm = mtime.MaxTimestamp
+		g.live--
+		if err := g.advance(ctx, c.port); err != nil {
+			return err
+		}
+		if err := g.maybeAligned(ctx); err != nil {
+			return err
+		}
+		if g.live == 0 {
+			g.finished = true
+			return g.op.Finish(ctx)
+		}
+	}
+	return nil
+}
+
+// advance recomputes a port's watermark and tells the operator if it moved.
+func (g *gate) advance(ctx context.Context, port int) error {
+	wm := mtime.MaxTimestamp
+	for i := range g.channels {
+		if g.channels[i].port == port && g.channels[i].wm < wm {
+			wm = g.channels[i].wm
+		}
+	}
+	if wm <= g.portWM[port] {
+		return nil
+	}
+	g.portWM[port] = wm
+	return g.op.Watermark(ctx, port, wm)
+}
+
+func (g *gate) barrier(ctx context.Context, ch int, id BarrierID) error {
+	switch {
+	case g.pending == 0:
+		g.pending = id
+	case id != g.pending:
+		return fmt.Errorf("executor: barrier %d arrived on channel %d while aligning %d", id, ch, g.pending)
+	}
+	g.channels[ch].blocked = true
+	return g.maybeAligned(ctx)
+}
+
+// maybeAligned completes the pending barrier once every live channel has
+// delivered it: snapshot, forward, acknowledge, then release held messages.
+func (g *gate) maybeAligned(ctx context.Context) error {
+	if g.pending == 0 {
+		return nil
+	}
+	for i := range g.channels {
+		if !g.channels[i].ended && !g.channels[i].blocked {
+			return nil
+		}
+	}
+	id := g.pending
+	g.pending = 0
+	if err := g.op.Barrier(ctx, id); err != nil {
+		return err
+	}
+	if err := g.out.barrier(ctx, id); err != nil {
+		return err
+	}
+	g.ack(id)
+	for i := range g.channels {
+		g.channels[i].blocked = false
+	}
+	for i := range g.channels {
+		for len(g.channels[i].queue) > 0 && !g.channels[i].blocked {
+			m := g.channels[i].queue[0]
+			g.channels[i].queue = g.channels[i].queue[1:]
+			if err := g.deliver(ctx, i, m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

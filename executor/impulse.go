@@ -1,0 +1,51 @@
+package executor
+
+import (
+	"context"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+
+	"github.com/weir-runner/weir/wire"
+)
+
+// Impulse emits one element, an empty byte array in the global window at
+// the minimum timestamp, then advances its watermark to the end of time.
+type Impulse struct{}
+
+// impulseElem is that element: timestamp, one global window, no-firing
+// pane, and a bytes value of length zero.
+var impulseElem = wire.AppendWindowedValue(nil, mtime.MinTimestamp, nil, []byte{wire.PaneNoFiring}, []byte{0})
+
+// Run implements Source.
+func (Impulse) Run(ctx context.Context, out *Output, inj *Injector) error {
+	if _, err := inj.Poll(); err != nil {
+		return err
+	}
+	if err := out.Emit(ctx, 0, [][]byte{impulseElem}); err != nil {
+		return err
+	}
+	if _, err := inj.Poll(); err != nil {
+		return err
+	}
+	return out.Watermark(ctx, mtime.MaxTimestamp)
+}
+
+// Flatten merges its inputs into output 0. Its watermark is the minimum of
+// its inputs', which the gate computes over all channels of port 0.
+type Flatten struct{ Out *Output }
+
+// Process implements Operator.
+func (f *Flatten) Process(ctx context.Context, _ int, elems [][]byte) error {
+	return f.Out.Emit(ctx, 0, elems)
+}
+
+// Watermark implements Operator.
+func (f *Flatten) Watermark(ctx context.Context, _ int, wm mtime.Time) error {
+	return f.Out.Watermark(ctx, wm)
+}
+
+// Barrier implements Operator: a flatten has no state.
+func (f *Flatten) Barrier(context.Context, BarrierID) error { return nil }
+
+// Finish implements Operator.
+func (f *Flatten) Finish(context.Context) error { return nil }

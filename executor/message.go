@@ -1,0 +1,30 @@
+package executor
+
+import "github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+
+// Kind says what a Message carries.
+type Kind uint8
+
+// Message kinds.
+const (
+	KindData Kind = iota
+	KindWatermark
+	KindBarrier
+	KindEnd
+)
+
+// BarrierID numbers checkpoints; it only grows within a job.
+type BarrierID uint64
+
+// Message is what travels on a channel.
+type Message struct {
+	Kind      Kind
+	Elems     [][]byte // KindData: encoded elements
+	Watermark mtime.Time
+	Barrier   BarrierID
+}
+
+type envelope struct {
+	ch  int // channel index at the receiver; -1 for injected barriers
+	msg Message
+}

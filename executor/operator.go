@@ -1,0 +1,32 @@
+package executor
+
+import (
+	"context"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+)
+
+// Operator is one subtask's logic. The executor calls it from one goroutine.
+type Operator interface {
+	// Process handles a batch of elements that arrived on an input port.
+	Process(ctx context.Context, port int, elems [][]byte) error
+	// Watermark reports that port's input watermark advanced to wm.
+	Watermark(ctx context.Context, port int, wm mtime.Time) error
+	// Barrier asks for a snapshot: every input has delivered barrier id and
+	// nothing after it has been processed. The executor forwards the barrier
+	// downstream after Barrier returns.
+	Barrier(ctx context.Context, id BarrierID) error
+	// Finish is called once when every input has ended. The executor ends
+	// the outputs after it returns.
+	Finish(ctx context.Context) error
+}
+
+// Source is an operator without inputs: it produces until done, and
+// injects barriers it is sent between its outputs.
+type Source interface {
+	// Run produces the source's output. It must call inject.Poll between
+	// emissions so barriers enter the stream promptly; Poll forwards any
+	// pending barriers and acknowledges them. The executor ends the outputs
+	// after Run returns.
+	Run(ctx context.Context, out *Output, inject *Injector) error
+}

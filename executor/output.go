@@ -1,0 +1,143 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+)
+
+// Partition says how an edge spreads elements over consumer subtasks.
+type Partition int
+
+// Partitions.
+const (
+	Forward   Partition = iota // whole batches, round robin
+	Hash                       // by key group of each element's key
+	Broadcast                  // every element to every subtask
+)
+
+// KeyGroups is the number of key groups keys hash into. A consumer subtask
+// owns a contiguous range of them.
+const KeyGroups = 128
+
+// KeyFunc returns the key bytes of an encoded element.
+type KeyFunc func(elem []byte) ([]byte, error)
+
+var keySeed = maphash.MakeSeed()
+
+// KeyGroup returns the key group of a key.
+func KeyGroup(key []byte) int { return int(maphash.Bytes(keySeed, key) % KeyGroups) }
+
+// subtaskFor maps a key group to the subtask that owns it.
+func subtaskFor(group, parallelism int) int { return group * parallelism / KeyGroups }
+
+// edgeOut is one edge as a producer subtask sees it.
+type edgeOut struct {
+	part  Partition
+	key   KeyFunc
+	to    []chan envelope // consumer subtasks' inboxes
+	chIdx []int           // this producer's channel index at each consumer
+	next  int             // round-robin cursor
+	name  string
+}
+
+// Output is a subtask's outputs: per output port, the edges leaving it.
+type Output struct {
+	ports [][]*edgeOut
+	// buckets is scratch space for hash partitioning.
+	buckets [][][]byte
+}
+
+// Emit sends elements to every edge of output port.
+func (o *Output) Emit(ctx context.Context, port int, elems [][]byte) error {
+	if len(elems) == 0 {
+		return nil
+	}
+	if port < 0 || port >= len(o.ports) {
+		return fmt.Errorf("executor: emit to output %d of %d", port, len(o.ports))
+	}
+	for _, e := range o.ports[port] {
+		if err := o.emitEdge(ctx, e, elems); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *Output) emitEdge(ctx context.Context, e *edgeOut, elems [][]byte) error {
+	switch e.part {
+	case Broadcast:
+		for i := range e.to {
+			if err := send(ctx, e.to[i], envelope{e.chIdx[i], Message{Kind: KindData, Elems: elems}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	case Hash:
+		if len(e.to) == 1 {
+			return send(ctx, e.to[0], envelope{e.chIdx[0], Message{Kind: KindData, Elems: elems}})
+		}
+		if cap(o.buckets) < len(e.to) {
+			o.buckets = make([][][]byte, len(e.to))
+		}
+		b := o.buckets[:len(e.to)]
+		for _, el := range elems {
+			k, err := e.key(el)
+			if err != nil {
+				return fmt.Errorf("executor: edge %s: %w", e.name, err)
+			}
+			i := subtaskFor(KeyGroup(k), len(e.to))
+			b[i] = append(b[i], el)
+		}
+		for i := range b {
+			if len(b[i]) > 0 {
+				if err := send(ctx, e.to[i], envelope{e.chIdx[i], Message{Kind: KindData, Elems: b[i]}}); err != nil {
+					return err
+				}
+			}
+			b[i] = nil
+		}
+		return nil
+	default:
+		i := e.next % len(e.to)
+		e.next++
+		return send(ctx, e.to[i], envelope{e.chIdx[i], Message{Kind: KindData, Elems: elems}})
+	}
+}
+
+// Watermark sends wm on every channel.
+func (o *Output) Watermark(ctx context.Context, wm mtime.Time) error {
+	return o.broadcast(ctx, Message{Kind: KindWatermark, Watermark: wm})
+}
+
+func (o *Output) barrier(ctx context.Context, id BarrierID) error {
+	return o.broadcast(ctx, Message{Kind: KindBarrier, Barrier: id})
+}
+
+func (o *Output) end(ctx context.Context) error {
+	return o.broadcast(ctx, Message{Kind: KindEnd})
+}
+
+func (o *Output) broadcast(ctx context.Context, m Message) error {
+	for _, port := range o.ports {
+		for _, e := range port {
+			for i := range e.to {
+				if err := send(ctx, e.to[i], envelope{e.chIdx[i], m}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func send(ctx context.Context, to chan envelope, env envelope) error {
+	select {
+	case to <- env:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,288 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+
+	"github.com/weir-runner/weir/fnapi"
+	"github.com/weir-runner/weir/wire"
+)
+
+// Workers hands SDK stages a worker for their environment, and a fresh one
+// when a worker is lost.
+type Workers interface {
+	Worker(ctx context.Context, env string) (*fnapi.Worker, error)
+	Replace(ctx context.Context, env string, lost *fnapi.Worker) (*fnapi.Worker, error)
+}
+
+// SDKStageSpec is what every subtask of an SDK stage shares.
+type SDKStageSpec struct {
+	Name         string
+	Env          string
+	DescriptorID string
+	Source       string
+	// Sinks are the descriptor's sink transforms in output port order, with
+	// the codec that splits each one's output into elements.
+	Sinks      []string
+	SinkCodecs []*wire.Codec
+	SideInputs []SideInputSpec // ports 1..n
+	// SDF stages re-queue their residuals as main input.
+	SDF      bool
+	Finalize bool
+
+	Workers    Workers
+	Metrics    func(infos []*pipepb.MonitoringInfo, committed bool)
+	MaxElems   int // per bundle; default 4096
+	MaxBytes   int // per bundle; default 4 MiB
+	MaxRetries int // bundles retried after a lost worker; default 3
+}
+
+// SDKStage runs bundles of its main input on an SDK worker.
+type SDKStage struct {
+	Spec *SDKStageSpec
+	Out  *Output
+
+	pending   [][]byte
+	bytes     int
+	side      *sideState
+	sides     []*sideInput
+	mainWM    mtime.Time // input watermark of the main input
+	sentWM    mtime.Time // last watermark sent downstream
+	delay     time.Duration
+	worker    *fnapi.Worker
+	hasResume bool
+}
+
+// NewSDKStage returns one subtask's operator.
+func NewSDKStage(spec *SDKStageSpec, out *Output) *SDKStage {
+	s := &SDKStage{Spec: spec, Out: out, mainWM: mtime.MinTimestamp, sentWM: mtime.MinTimestamp}
+	s.side = &sideState{stage: spec.Name, by: map[[2]string]*sideInput{}}
+	for _, si := range spec.SideInputs {
+		in := newSideInput(si)
+		s.sides = append(s.sides, in)
+		s.side.by[[2]string{si.TransformID, si.LocalName}] = in
+	}
+	return s
+}
+
+func (s *SDKStage) sidesReady() bool {
+	for _, si := range s.sides {
+		if !si.ready {
+			return false
+		}
+	}
+	return true
+}
+
+// Process implements Operator.
+func (s *SDKStage) Process(ctx context.Context, port int, elems [][]byte) error {
+	if port > 0 {
+		if port > len(s.sides) {
+			return fmt.Errorf("stage %s: input on unknown port %d", s.Spec.Name, port)
+		}
+		return s.sides[port-1].add(elems)
+	}
+	for _, e := range elems {
+		s.pending = append(s.pending, e)
+		s.bytes += len(e)
+	}
+	if s.full() && s.sidesReady() {
+		return s.flush(ctx)
+	}
+	return nil
+}
+
+func (s *SDKStage) full() bool {
+	maxE, maxB := s.Spec.MaxElems, s.Spec.MaxBytes
+	if maxE <= 0 {
+		maxE = 4096
+	}
+	if maxB <= 0 {
+		maxB = 4 << 20
+	}
+	return len(s.pending) >= maxE || s.bytes >= maxB
+}
+
+// Watermark implements Operator. A side input is complete once its
+// watermark reaches the end of time; until then main input waits.
+func (s *SDKStage) Watermark(ctx context.Context, port int, wm mtime.Time) error {
+	if port > 0 {
+		if wm >= mtime.MaxTimestamp {
+			s.sides[port-1].ready = true
+		}
+	} else {
+		s.mainWM = wm
+	}
+	if !s.sidesReady() {
+		return nil
+	}
+	if err := s.flush(ctx); err != nil {
+		return err
+	}
+	return s.forwardWatermark(ctx)
+}
+
+// forwardWatermark passes the input watermark on once no element before it
+// is waiting: pending residuals hold it back.
+func (s *SDKStage) forwardWatermark(ctx context.Context) error {
+	if len(s.pending) > 0 || s.mainWM <= s.sentWM {
+		return nil
+	}
+	s.sentWM = s.mainWM
+	return s.Out.Watermark(ctx, s.mainWM)
+}
+
+// Barrier implements Operator: close the bundle so the snapshot sees no
+// element half-processed.
+func (s *SDKStage) Barrier(ctx context.Context, _ BarrierID) error {
+	if !s.sidesReady() {
+		return nil
+	}
+	return s.flush(ctx)
+}
+
+// Finish implements Operator: run until no residual is left.
+func (s *SDKStage) Finish(ctx context.Context) error {
+	for _, si := range s.sides {
+		si.ready = true
+	}
+	for len(s.pending) > 0 {
+		if s.delay > 0 {
+			t := time.NewTimer(s.delay)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			}
+		}
+		if err := s.flush(ctx); err != nil {
+			return err
+		}
+	}
+	return s.forwardWatermark(ctx)
+}
+
+// flush runs the pending input as one bundle.
+func (s *SDKStage) flush(ctx context.Context) error {
+	if len(s.pending) == 0 {
+		return nil
+	}
+	in := s.pending
+	s.pending, s.bytes, s.delay = nil, 0, 0
+	res, err := s.run(ctx, in)
+	if err != nil {
+		return err
+	}
+	for i, sink := range s.Spec.Sinks {
+		elems, err := split(s.Spec.SinkCodecs[i], res.Outputs[sink])
+		if err != nil {
+			return fmt.Errorf("stage %s: output %s: %w", s.Spec.Name, sink, err)
+		}
+		if err := s.Out.Emit(ctx, i, elems); err != nil {
+			return err
+		}
+	}
+	return s.residuals(res.Response)
+}
+
+func (s *SDKStage) residuals(resp *fnpb.ProcessBundleResponse) error {
+	roots := resp.GetResidualRoots()
+	if len(roots) == 0 {
+		return nil
+	}
+	if !s.Spec.SDF {
+		return fmt.Errorf("stage %s: the SDK returned %d residuals for a stage that processes no restrictions", s.Spec.Name, len(roots))
+	}
+	s.delay = -1
+	for _, r := range roots {
+		e := r.GetApplication().GetElement()
+		s.pending = append(s.pending, e)
+		s.bytes += len(e)
+		d := r.GetRequestedTimeDelay().AsDuration()
+		if s.delay < 0 || d < s.delay {
+			s.delay = d
+		}
+	}
+	return nil
+}
+
+// run runs one bundle, replacing a lost worker and retrying a bounded
+// number of times. A failure reported by the SDK is not retried: user code
+// fails the same way again.
+func (s *SDKStage) run(ctx context.Context, in [][]byte) (*fnapi.BundleResult, error) {
+	retries := s.Spec.MaxRetries
+	if retries <= 0 {
+		retries = 3
+	}
+	for attempt := 0; ; attempt++ {
+		if s.worker == nil {
+			w, err := s.Spec.Workers.Worker(ctx, s.Spec.Env)
+			if err != nil {
+				return nil, fmt.Errorf("stage %s: %w", s.Spec.Name, err)
+			}
+			s.worker = w
+		}
+		res, err := s.worker.Process(ctx, fnapi.BundleRequest{
+			DescriptorID: s.Spec.DescriptorID,
+			Inputs:       []fnapi.Input{{TransformID: s.Spec.Source, Elements: in}},
+			Outputs:      s.Spec.Sinks,
+			State:        s.side,
+		})
+		if err == nil {
+			if s.Spec.Metrics != nil {
+				s.Spec.Metrics(res.Response.GetMonitoringInfos(), true)
+			}
+			if s.Spec.Finalize && res.Response.GetRequiresFinalization() {
+				if err := s.worker.Finalize(ctx, res.Instruction); err != nil {
+					return nil, fmt.Errorf("stage %s: finalize bundle: %w", s.Spec.Name, err)
+				}
+			}
+			return res, nil
+		}
+		if !errors.Is(err, fnapi.ErrWorkerLost) || attempt >= retries || ctx.Err() != nil {
+			var be *fnapi.BundleError
+			if errors.As(err, &be) {
+				return nil, fmt.Errorf("stage %s: %s", s.Spec.Name, be.Message)
+			}
+			if errors.Is(err, fnapi.ErrWorkerLost) {
+				return nil, fmt.Errorf("stage %s: bundle failed %d times: %w; worker's last log lines:\n%s",
+					s.Spec.Name, attempt+1, err, joinLines(s.worker.LastLogs()))
+			}
+			return nil, fmt.Errorf("stage %s: %w", s.Spec.Name, err)
+		}
+		w, rerr := s.Spec.Workers.Replace(ctx, s.Spec.Env, s.worker)
+		if rerr != nil {
+			return nil, fmt.Errorf("stage %s: bundle lost with its worker (%v), and no new worker: %w", s.Spec.Name, err, rerr)
+		}
+		s.worker = w
+	}
+}
+
+func joinLines(ls []string) string {
+	out := ""
+	for _, l := range ls {
+		out += "  " + l + "\n"
+	}
+	return out
+}
+
+// split cuts concatenated elements apart.
+func split(c *wire.Codec, b []byte) ([][]byte, error) {
+	var out [][]byte
+	for len(b) > 0 {
+		n, err := c.Measure(b)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b[:n:n])
+		b = b[n:]
+	}
+	return out, nil
+}

@@ -1,0 +1,212 @@
+package fnapi
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+
+	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
+)
+
+// StateHandler answers a bundle's state requests (side inputs, user state).
+type StateHandler interface {
+	HandleState(req *fnpb.StateRequest) (*fnpb.StateResponse, error)
+}
+
+// Input is data for one of a descriptor's source transforms.
+type Input struct {
+	TransformID string
+	// Elements are encoded with the source's wire coder.
+	Elements [][]byte
+}
+
+// BundleRequest is one bundle to run.
+type BundleRequest struct {
+	DescriptorID string
+	Inputs       []Input
+	// Outputs lists the descriptor's sink transforms; Process waits for the
+	// last frame of each.
+	Outputs []string
+	State   StateHandler
+}
+
+// BundleResult is what a successful bundle produced.
+type BundleResult struct {
+	// Instruction names the bundle for FinalizeBundle.
+	Instruction string
+	// Outputs maps each sink transform to its elements, concatenated.
+	Outputs  map[string][]byte
+	Response *fnpb.ProcessBundleResponse
+}
+
+// BundleError is a bundle the SDK reported as failed.
+type BundleError struct {
+	Instruction string
+	Message     string
+}
+
+func (e *BundleError) Error() string {
+	return fmt.Sprintf("bundle %s failed in the SDK: %s", e.Instruction, e.Message)
+}
+
+// maxFrame bounds the bytes of input sent in one data frame.
+const maxFrame = 1 << 20
+
+type bundle struct {
+	id    string
+	state StateHandler
+
+	mu      sync.Mutex
+	outputs map[string]*bytes.Buffer
+	waiting int // sinks whose last frame has not arrived
+	err     error
+	closed  bool
+	done    chan struct{} // closed when all sinks finished or on failure
+}
+
+func (b *bundle) receive(d *fnpb.Elements_Data) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	buf, ok := b.outputs[d.GetTransformId()]
+	if !ok {
+		b.failLocked(fmt.Errorf("fnapi: bundle %s: data for unknown output %q", b.id, d.GetTransformId()))
+		return
+	}
+	buf.Write(d.GetData())
+	if d.GetIsLast() {
+		b.waiting--
+		if b.waiting == 0 {
+			b.closeLocked()
+		}
+	}
+}
+
+func (b *bundle) fail(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.failLocked(err)
+}
+
+func (b *bundle) failLocked(err error) {
+	if b.err == nil {
+		b.err = err
+	}
+	b.closeLocked()
+}
+
+func (b *bundle) closeLocked() {
+	if !b.closed {
+		b.closed = true
+		close(b.done)
+	}
+}
+
+// Process runs one bundle on the worker and returns its outputs. The input is
+// not modified, so a caller may retry it after ErrWorkerLost.
+func (w *Worker) Process(ctx context.Context, req BundleRequest) (*BundleResult, error) {
+	id := w.newInstructionID()
+	b := &bundle{id: id, state: req.State, outputs: map[string]*bytes.Buffer{},
+		waiting: len(req.Outputs), done: make(chan struct{})}
+	for _, o := range req.Outputs {
+		b.outputs[o] = &bytes.Buffer{}
+	}
+	if b.waiting == 0 {
+		b.closeLocked()
+	}
+	w.mu.Lock()
+	if err := w.mu.err; err != nil {
+		w.mu.Unlock()
+		return nil, err
+	}
+	w.mu.bundles[id] = b
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.mu.bundles, id)
+		w.mu.Unlock()
+	}()
+
+	respc, err := w.instruct(&fnpb.InstructionRequest{InstructionId: id,
+		Request: &fnpb.InstructionRequest_ProcessBundle{ProcessBundle: &fnpb.ProcessBundleRequest{
+			ProcessBundleDescriptorId: req.DescriptorID}}})
+	if err != nil {
+		return nil, err
+	}
+	if err := w.sendInputs(id, req.Inputs); err != nil {
+		return nil, err
+	}
+	var resp *fnpb.InstructionResponse
+	select {
+	case resp = <-respc:
+	case <-w.done:
+		return nil, w.Err()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if msg := resp.GetError(); msg != "" {
+		return nil, &BundleError{Instruction: id, Message: msg}
+	}
+	select {
+	case <-b.done:
+	case <-w.done:
+		return nil, w.Err()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil {
+		return nil, b.err
+	}
+	res := &BundleResult{Instruction: id, Outputs: make(map[string][]byte, len(b.outputs)), Response: resp.GetProcessBundle()}
+	for k, v := range b.outputs {
+		res.Outputs[k] = v.Bytes()
+	}
+	return res, nil
+}
+
+// sendInputs streams each input in frames of up to maxFrame bytes, the last
+// frame of each marked is_last.
+func (w *Worker) sendInputs(id string, inputs []Input) error {
+	for _, in := range inputs {
+		var buf []byte
+		for _, e := range in.Elements {
+			if len(buf) > 0 && len(buf)+len(e) > maxFrame {
+				if err := w.sendData(&fnpb.Elements{Data: []*fnpb.Elements_Data{{
+					InstructionId: id, TransformId: in.TransformID, Data: buf}}}); err != nil {
+					return err
+				}
+				buf = nil
+			}
+			buf = append(buf, e...)
+		}
+		if err := w.sendData(&fnpb.Elements{Data: []*fnpb.Elements_Data{{
+			InstructionId: id, TransformId: in.TransformID, Data: buf, IsLast: true}}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Finalize asks the worker to run the finalization callbacks of a bundle
+// whose results the runner has committed.
+func (w *Worker) Finalize(ctx context.Context, instruction string) error {
+	respc, err := w.instruct(&fnpb.InstructionRequest{InstructionId: w.newInstructionID(),
+		Request: &fnpb.InstructionRequest_FinalizeBundle{FinalizeBundle: &fnpb.FinalizeBundleRequest{
+			InstructionId: instruction}}})
+	if err != nil {
+		return err
+	}
+	select {
+	case resp := <-respc:
+		if msg := resp.GetError(); msg != "" {
+			return fmt.Errorf("fnapi: finalize bundle %s: %s", instruction, msg)
+		}
+		return nil
+	case <-w.done:
+		return w.Err()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

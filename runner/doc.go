@@ -1,0 +1,54 @@
+// Package runner owns the life of a job: Beam's JobService, artifact
+// staging, the registry of jobs and their states, and the in-process
+// `--runner=weir` entry point.
+//
+// # Submission
+//
+// An SDK drives a Server through Beam's job API in three calls:
+//
+//  1. Prepare stores the pipeline and options under a new preparation ID
+//     (which later becomes the job ID) and returns a staging token and the
+//     artifact staging endpoint (the same gRPC server).
+//  2. The SDK opens ReverseArtifactRetrievalService with that token. The
+//     server asks it to resolve, then send, every dependency of every
+//     environment, writes them under the job's staging directory and records
+//     them as FILE artifacts (Job.StagingDir, Job.Artifacts). Names that would
+//     leave the staging directory are refused.
+//  3. Run waits for staging to finish, creates the Job in state STARTING and
+//     hands it to a goroutine owned by the server.
+//
+// # The job loop
+//
+// For each job the server's goroutine does, in order:
+//
+//	RUNNING; err := Executor.Execute(jobCtx, job)
+//	err == nil                 -> DONE
+//	err != nil after Cancel    -> CANCELLED
+//	err != nil otherwise       -> FAILED (job.Fail records the error as a message)
+//
+// then removes the staged artifacts. The executor never sets the state
+// itself; it reports through job.Logf and job.Metrics. A panic in the
+// executor fails its job instead of crashing the server.
+//
+// Cancel moves a job to CANCELLING and cancels jobCtx; the job becomes
+// CANCELLED when Execute returns. GetStateStream and GetMessageStream follow
+// Job.Updates until the job is terminal, then end the stream.
+//
+// # Shutdown
+//
+// Stop(ctx) follows http.Server.Shutdown: refuse new preparations and runs,
+// cancel every running job, wait for the job goroutines, then stop gRPC
+// gracefully; whatever is still running when ctx ends is cut off.
+//
+// # Workers
+//
+// NewArtifactRetrieval serves a job's staged artifacts to its SDK workers
+// (the Fn API side registers it); it only reads FILE artifacts inside the
+// job's staging directory.
+//
+// # In-process
+//
+// A blank import of this package registers the Beam Go SDK runner "weir":
+// it starts one Server per process on a free localhost port and submits
+// through the universal runner with a LOOPBACK environment.
+package runner

@@ -1,0 +1,182 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+
+	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
+	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+
+	"github.com/weir-runner/weir/executor"
+	"github.com/weir-runner/weir/fnapi"
+	"github.com/weir-runner/weir/translate"
+)
+
+// LocalExecutor runs each job in this process: it translates the pipeline,
+// serves the Fn API to the job's SDK workers and runs the executor graph.
+type LocalExecutor struct {
+	// Parallelism is the number of subtasks per stage; default the number
+	// of cores.
+	Parallelism int
+}
+
+// NewLocalExecutor returns the executor that runs jobs in this process.
+func NewLocalExecutor() Executor { return &LocalExecutor{} }
+
+// Execute implements Executor.
+func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
+	plan, err := translate.Build(j.Pipeline)
+	if err != nil {
+		return err
+	}
+	fn, err := fnapi.NewServer(fnapi.Options{
+		JobID: string(j.ID), JobName: j.Name, PipelineOptions: j.Options,
+		Artifacts: NewArtifactRetrieval(j), Dependencies: j.Artifacts,
+		OnLog: func(worker string, le *fnpb.LogEntry) {
+			j.Logf(importance(le.GetSeverity()), "%s: %s", le.GetLogLocation(), le.GetMessage())
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer fn.Stop()
+	workers := newWorkerSet(fn, plan.Components.GetEnvironments())
+	defer workers.stopAll()
+	p := e.Parallelism
+	if p <= 0 {
+		p = runtime.NumCPU()
+	}
+	g, err := buildGraph(plan, fn, workers, j, p)
+	if err != nil {
+		return err
+	}
+	j.SetState(jobpb.JobState_RUNNING)
+	if err := g.Run(ctx, nil); err != nil {
+		return err
+	}
+	return nil
+}
+
+func importance(s fnpb.LogEntry_Severity_Enum) jobpb.JobMessage_MessageImportance {
+	switch {
+	case s >= fnpb.LogEntry_Severity_ERROR:
+		return jobpb.JobMessage_JOB_MESSAGE_ERROR
+	case s >= fnpb.LogEntry_Severity_WARN:
+		return jobpb.JobMessage_JOB_MESSAGE_WARNING
+	case s >= fnpb.LogEntry_Severity_INFO:
+		return jobpb.JobMessage_JOB_MESSAGE_BASIC
+	case s >= fnpb.LogEntry_Severity_DEBUG:
+		return jobpb.JobMessage_JOB_MESSAGE_DEBUG
+	}
+	return jobpb.JobMessage_JOB_MESSAGE_DETAILED
+}
+
+// buildGraph makes one executor node per stage.
+func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, j *Job, parallelism int) (*executor.Graph, error) {
+	g := &executor.Graph{}
+	nodeOf := map[translate.StageID]int{}
+	metricsFn := func(infos []*pipepb.MonitoringInfo, committed bool) {
+		if committed {
+			j.Metrics.Commit(infos)
+		} else {
+			j.Metrics.Attempt(infos)
+		}
+	}
+	for _, s := range plan.Stages {
+		n := &executor.Node{Name: fmt.Sprintf("%s(%s)", s.ID, s.Name), Parallelism: parallelism, Outputs: len(s.Outputs)}
+		for i, in := range s.Inputs {
+			src := plan.PColls[in.PColl]
+			from := nodeOf[src.Producer]
+			ni := executor.NodeInput{From: from, Output: outputIndex(plan, src), Partition: executor.Forward}
+			switch {
+			case in.Side != nil:
+				ni.Port, ni.Partition = i, executor.Broadcast
+			case s.Kind == translate.KindGBK:
+				if src.Key == nil {
+					return nil, fmt.Errorf("stage %s: group by key input %s is not a KV", s.Name, src.Name)
+				}
+				ni.Partition, ni.Key = executor.Hash, keyFunc(src)
+			}
+			n.Inputs = append(n.Inputs, ni)
+		}
+		switch s.Kind {
+		case translate.KindImpulse:
+			n.Parallelism = 1
+			n.NewSource = func(int, *executor.Output) (executor.Source, error) { return executor.Impulse{}, nil }
+		case translate.KindFlatten:
+			n.New = func(_ int, out *executor.Output) (executor.Operator, error) { return &executor.Flatten{Out: out}, nil }
+		case translate.KindGBK:
+			in := plan.PColls[s.MainInput()]
+			n.New = func(_ int, out *executor.Output) (executor.Operator, error) {
+				return &executor.GroupByKey{Name: s.Name, In: in.Codec, Key: in.Key, OutputTime: s.OutputTime, Out: out}, nil
+			}
+		case translate.KindSDK:
+			spec, err := sdkSpec(plan, s, fn, workers, metricsFn)
+			if err != nil {
+				return nil, err
+			}
+			n.New = func(_ int, out *executor.Output) (executor.Operator, error) {
+				return executor.NewSDKStage(spec, out), nil
+			}
+		}
+		nodeOf[s.ID] = len(g.Nodes)
+		g.Nodes = append(g.Nodes, n)
+	}
+	return g, nil
+}
+
+func outputIndex(plan *translate.Plan, pc *translate.PColl) int {
+	for _, s := range plan.Stages {
+		if s.ID == pc.Producer {
+			for i, o := range s.Outputs {
+				if o == pc.ID {
+					return i
+				}
+			}
+		}
+	}
+	return -1
+}
+
+func keyFunc(pc *translate.PColl) executor.KeyFunc {
+	return func(e []byte) ([]byte, error) {
+		wv, _, err := pc.Codec.Decode(e, nil)
+		if err != nil {
+			return nil, err
+		}
+		n, err := pc.Key(wv.Value)
+		if err != nil {
+			return nil, err
+		}
+		return wv.Value[:n], nil
+	}
+}
+
+func sdkSpec(plan *translate.Plan, s *translate.Stage, fn *fnapi.Server, workers *workerSet, m func([]*pipepb.MonitoringInfo, bool)) (*executor.SDKStageSpec, error) {
+	d, err := plan.Descriptor(s, fn.APIDescriptor())
+	if err != nil {
+		return nil, err
+	}
+	fn.RegisterDescriptor(d)
+	spec := &executor.SDKStageSpec{Name: s.Name, Env: s.EnvID, DescriptorID: d.GetId(),
+		Source: s.Source, SDF: s.SDF, Finalize: s.Finalize, Workers: workers, Metrics: m}
+	for _, out := range s.Outputs {
+		spec.Sinks = append(spec.Sinks, s.Sinks[out])
+		spec.SinkCodecs = append(spec.SinkCodecs, plan.PColls[out].Codec)
+	}
+	for _, in := range s.Inputs {
+		if in.Side == nil {
+			continue
+		}
+		pc := plan.PColls[in.PColl]
+		si := executor.SideInputSpec{TransformID: in.Side.TransformID, LocalName: in.Side.LocalName,
+			Multimap: in.Side.Pattern == translate.URNSideMultimap, Codec: pc.Codec, Key: pc.Key}
+		if si.Multimap && si.Key == nil {
+			return nil, fmt.Errorf("stage %s: multimap side input %s is not a KV", s.Name, pc.Name)
+		}
+		spec.SideInputs = append(spec.SideInputs, si)
+	}
+	return spec, nil
+}

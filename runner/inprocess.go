@@ -1,0 +1,64 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal"
+)
+
+func init() {
+	beam.RegisterRunner("weir", Execute)
+}
+
+// inProcess is the job server that Execute starts once per process and
+// reuses for every pipeline it runs.
+var inProcess struct {
+	sync.Mutex
+	server *Server
+}
+
+// Execute runs p on weir, as `--runner=weir`. Unless --endpoint names a job
+// server, it starts one in this process on a free localhost port (once,
+// then reuses it) and submits through Beam's universal runner; the
+// environment defaults to LOOPBACK so SDK workers run inside this process.
+func Execute(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
+	if !beam.Initialized() {
+		return nil, errors.New("weir: beam.Init() must be called before running a pipeline")
+	}
+	if err := configureInProcess(); err != nil {
+		return nil, err
+	}
+	return universal.Execute(ctx, p)
+}
+
+// configureInProcess sets the universal runner's flags, starting the
+// in-process server if no endpoint was given. The flags are globals read by
+// universal.Execute, so they are written only here, under the lock, before
+// any pipeline of this process reads them.
+func configureInProcess() error {
+	inProcess.Lock()
+	defer inProcess.Unlock()
+	if *jobopts.Endpoint == "" {
+		// A shared root, not a temporary directory per process: this server
+		// is never stopped, and each job removes its own staging directory.
+		s := NewServer(NewLocalExecutor(), ServerOptions{
+			StagingRoot: filepath.Join(os.TempDir(), "weir-staging"),
+		})
+		if err := s.Start("localhost:0"); err != nil {
+			return fmt.Errorf("weir: starting in-process job server: %w", err)
+		}
+		inProcess.server = s
+		*jobopts.Endpoint = s.Endpoint()
+	}
+	if *jobopts.EnvironmentType == "" {
+		*jobopts.EnvironmentType = "LOOPBACK"
+	}
+	return nil
+}

@@ -1,0 +1,167 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/weir-runner/weir/metrics"
+)
+
+// JobID names one job in the registry. It is unique for the life of a server.
+type JobID string
+
+// Executor runs one job to completion. It returns nil when the pipeline
+// finished, ctx.Err() when cancelled, and any other error on failure. It
+// reports progress through the job (Logf, Metrics) and never changes the
+// job's state itself: the registry does that from its return value.
+type Executor interface {
+	Execute(ctx context.Context, j *Job) error
+}
+
+// ExecutorFunc adapts a function to Executor.
+type ExecutorFunc func(ctx context.Context, j *Job) error
+
+// Execute calls f.
+func (f ExecutorFunc) Execute(ctx context.Context, j *Job) error { return f(ctx, j) }
+
+// Job is one submitted pipeline and everything the job API reports about it.
+// The fields set at creation never change; the rest is guarded by mu.
+type Job struct {
+	ID       JobID
+	Name     string
+	Pipeline *pipepb.Pipeline
+	Options  *structpb.Struct
+	// StagingDir holds the job's staged artifacts; Artifacts maps each
+	// environment ID to its resolved dependencies (FILE artifacts whose paths
+	// lie under StagingDir), as workers retrieve them.
+	StagingDir string
+	Artifacts  map[string][]*pipepb.ArtifactInformation
+
+	// Metrics aggregates the MonitoringInfos of the job's bundles.
+	Metrics *metrics.Store
+
+	mu struct {
+		sync.Mutex
+		state    jobpb.JobState_Enum
+		stateAt  time.Time
+		err      error
+		messages []*jobpb.JobMessage
+		nextMsg  int
+		// changed is closed and replaced on every state change or message,
+		// so streams wait on it without polling.
+		changed chan struct{}
+	}
+	cancel context.CancelFunc
+}
+
+// NewJob returns a job in state STOPPED.
+func NewJob(id JobID, name string, p *pipepb.Pipeline, opts *structpb.Struct) *Job {
+	j := &Job{ID: id, Name: name, Pipeline: p, Options: opts, Metrics: metrics.NewStore()}
+	j.mu.state = jobpb.JobState_STOPPED
+	j.mu.stateAt = time.Now()
+	j.mu.changed = make(chan struct{})
+	return j
+}
+
+// State returns the job's current state and when it was entered.
+func (j *Job) State() (jobpb.JobState_Enum, time.Time) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.mu.state, j.mu.stateAt
+}
+
+// Err returns the error that failed the job, if any.
+func (j *Job) Err() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.mu.err
+}
+
+// SetState moves the job to s. Terminal states are final: a later call is
+// ignored, so a cancel racing a failure reports whichever came first.
+func (j *Job) SetState(s jobpb.JobState_Enum) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.setStateLocked(s)
+}
+
+func (j *Job) setStateLocked(s jobpb.JobState_Enum) {
+	if IsTerminal(j.mu.state) || j.mu.state == s {
+		return
+	}
+	j.mu.state = s
+	j.mu.stateAt = time.Now()
+	j.notifyLocked()
+}
+
+// Fail records err and moves the job to FAILED.
+func (j *Job) Fail(err error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if IsTerminal(j.mu.state) {
+		return
+	}
+	j.mu.err = err
+	j.appendLocked(jobpb.JobMessage_JOB_MESSAGE_ERROR, err.Error())
+	j.setStateLocked(jobpb.JobState_FAILED)
+}
+
+// Logf adds a job message of the given importance.
+func (j *Job) Logf(imp jobpb.JobMessage_MessageImportance, format string, args ...any) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.appendLocked(imp, fmt.Sprintf(format, args...))
+}
+
+// maxMessages bounds the messages a job keeps; older ones are dropped first.
+const maxMessages = 10000
+
+func (j *Job) appendLocked(imp jobpb.JobMessage_MessageImportance, text string) {
+	j.mu.nextMsg++
+	j.mu.messages = append(j.mu.messages, &jobpb.JobMessage{
+		MessageId:   fmt.Sprint(j.mu.nextMsg),
+		Time:        time.Now().Format(time.RFC3339Nano),
+		Importance:  imp,
+		MessageText: text,
+	})
+	if len(j.mu.messages) > maxMessages {
+		j.mu.messages = j.mu.messages[len(j.mu.messages)-maxMessages:]
+	}
+	j.notifyLocked()
+}
+
+func (j *Job) notifyLocked() {
+	close(j.mu.changed)
+	j.mu.changed = make(chan struct{})
+}
+
+// Updates returns the messages after the first skip ones, the current state,
+// and a channel closed at the next change. Streams loop on it.
+func (j *Job) Updates(skip int) (msgs []*jobpb.JobMessage, state jobpb.JobState_Enum, changed <-chan struct{}) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	first := j.mu.nextMsg - len(j.mu.messages) // index of messages[0]
+	if skip < first {
+		skip = first
+	}
+	if i := skip - first; i < len(j.mu.messages) {
+		msgs = append(msgs, j.mu.messages[i:]...)
+	}
+	return msgs, j.mu.state, j.mu.changed
+}
+
+// IsTerminal reports whether s is a state a job never leaves.
+func IsTerminal(s jobpb.JobState_Enum) bool {
+	switch s {
+	case jobpb.JobState_DONE, jobpb.JobState_FAILED, jobpb.JobState_CANCELLED,
+		jobpb.JobState_DRAINED, jobpb.JobState_UPDATED:
+		return true
+	}
+	return false
+}

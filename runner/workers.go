@@ -1,0 +1,70 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+
+	"github.com/weir-runner/weir/fnapi"
+)
+
+// workerSet starts one SDK worker per environment on first use, and a new
+// one when a worker is lost. It stops them all at the end of the job.
+type workerSet struct {
+	fn   *fnapi.Server
+	envs map[string]*pipepb.Environment
+
+	mu      sync.Mutex
+	current map[string]*fnapi.Worker
+	stops   []func()
+}
+
+func newWorkerSet(fn *fnapi.Server, envs map[string]*pipepb.Environment) *workerSet {
+	return &workerSet{fn: fn, envs: envs, current: map[string]*fnapi.Worker{}}
+}
+
+// Worker implements executor.Workers.
+func (ws *workerSet) Worker(ctx context.Context, env string) (*fnapi.Worker, error) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w, ok := ws.current[env]; ok {
+		return w, nil
+	}
+	return ws.startLocked(ctx, env)
+}
+
+// Replace implements executor.Workers.
+func (ws *workerSet) Replace(ctx context.Context, env string, lost *fnapi.Worker) (*fnapi.Worker, error) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w, ok := ws.current[env]; ok && w != lost {
+		return w, nil // another subtask replaced it already
+	}
+	return ws.startLocked(ctx, env)
+}
+
+func (ws *workerSet) startLocked(ctx context.Context, env string) (*fnapi.Worker, error) {
+	e, ok := ws.envs[env]
+	if !ok {
+		return nil, fmt.Errorf("environment %q is not defined", env)
+	}
+	w, stop, err := ws.fn.StartWorker(ctx, env, e)
+	if err != nil {
+		return nil, err
+	}
+	ws.current[env] = w
+	ws.stops = append(ws.stops, stop)
+	return w, nil
+}
+
+func (ws *workerSet) stopAll() {
+	ws.mu.Lock()
+	stops := ws.stops
+	ws.stops = nil
+	ws.mu.Unlock()
+	for _, s := range stops {
+		s()
+	}
+}

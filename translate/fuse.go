@@ -1,0 +1,171 @@
+package translate
+
+import (
+	"fmt"
+	"sort"
+
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+
+	"github.com/weir-runner/weir/wire"
+)
+
+// place assigns one leaf transform to a stage, creating it if need be.
+// Leaves arrive in topological order.
+func (b *builder) place(id string) {
+	t := b.comps.Transforms[id]
+	urn := t.GetSpec().GetUrn()
+	if isNative(urn) {
+		s := b.newStage(id, map[string]Kind{URNImpulse: KindImpulse, URNGBK: KindGBK, URNFlatten: KindFlatten}[urn])
+		for _, pc := range sortedValues(t.GetInputs()) {
+			s.Inputs = append(s.Inputs, Input{PColl: pc})
+		}
+		if urn == URNGBK {
+			pc := b.comps.Pcollections[t.GetInputs()[sortedKeys(t.GetInputs())[0]]]
+			s.OutputTime = b.comps.WindowingStrategies[pc.GetWindowingStrategyId()].GetOutputTime()
+		}
+		return
+	}
+	pd := b.pardo(id)
+	_, main := b.mainInput(id)
+	env := b.env(id)
+	plain := len(pd.GetSideInputs()) == 0 && urn != URNProcessSized
+	if plain {
+		if up := b.stageOfProducer(main); up != nil && up.Kind == KindSDK && up.EnvID == env {
+			b.join(up, id)
+			return
+		}
+		key := main + "\x00" + env
+		if s, ok := b.rooted[key]; ok {
+			b.join(s, id)
+			return
+		}
+		s := b.newSDKStage(id, main, env)
+		b.rooted[key] = s
+		return
+	}
+	s := b.newSDKStage(id, main, env)
+	s.SDF = urn == URNProcessSized
+	for _, local := range sortedKeys(pd.GetSideInputs()) {
+		s.Inputs = append(s.Inputs, Input{PColl: t.GetInputs()[local], Side: &SideInput{
+			TransformID: id, LocalName: local,
+			Pattern: pd.GetSideInputs()[local].GetAccessPattern().GetUrn()}})
+	}
+}
+
+func (b *builder) stageOfProducer(pcoll string) *Stage {
+	for tid, t := range b.comps.Transforms {
+		for _, out := range t.GetOutputs() {
+			if out == pcoll {
+				return b.stageOf[tid]
+			}
+		}
+	}
+	return nil
+}
+
+func (b *builder) newStage(id string, k Kind) *Stage {
+	s := &Stage{ID: StageID(fmt.Sprintf("s%d", len(b.stages)+1)), Kind: k,
+		Name: b.comps.Transforms[id].GetUniqueName()}
+	b.stages = append(b.stages, s)
+	b.join(s, id)
+	return s
+}
+
+func (b *builder) newSDKStage(id, main, env string) *Stage {
+	s := b.newStage(id, KindSDK)
+	s.EnvID = env
+	s.Inputs = []Input{{PColl: main}}
+	return s
+}
+
+func (b *builder) join(s *Stage, id string) {
+	s.Transforms = append(s.Transforms, id)
+	b.stageOf[id] = s
+	if pd := b.pardo(id); pd != nil && pd.GetRequestsFinalization() {
+		s.Finalize = true
+	}
+}
+
+// finish works out which PCollections cross stages, gives them wire coders
+// and codecs, and names each SDK stage's data ports.
+func (b *builder) finish() (*Plan, error) {
+	plan := &Plan{Stages: b.stages, PColls: map[string]*PColl{}, Components: b.comps}
+	producer := map[string]*Stage{}
+	for _, s := range b.stages {
+		for _, tid := range s.Transforms {
+			for _, out := range b.comps.Transforms[tid].GetOutputs() {
+				producer[out] = s
+			}
+		}
+	}
+	cross := map[string]bool{}
+	for _, s := range b.stages {
+		for _, in := range s.Inputs {
+			cross[in.PColl] = true
+		}
+		if s.Kind != KindSDK { // native outputs always reach the runner
+			for _, out := range b.comps.Transforms[s.Transforms[0]].GetOutputs() {
+				cross[out] = true
+			}
+		}
+	}
+	ids := make([]string, 0, len(cross))
+	for id := range cross {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		up := producer[id]
+		if up == nil {
+			return nil, fmt.Errorf("translate: PCollection %q has no producer", id)
+		}
+		pc, err := b.pcoll(id, up.ID)
+		if err != nil {
+			return nil, err
+		}
+		plan.PColls[id] = pc
+		up.Outputs = append(up.Outputs, id)
+	}
+	for _, s := range b.stages {
+		if s.Kind != KindSDK {
+			continue
+		}
+		s.Source = "weir/source/" + s.MainInput()
+		s.Sinks = map[string]string{}
+		for _, out := range s.Outputs {
+			s.Sinks[out] = "weir/sink/" + out
+		}
+	}
+	return plan, nil
+}
+
+func (b *builder) pcoll(id string, producer StageID) (*PColl, error) {
+	p := b.comps.Pcollections[id]
+	ws := b.comps.WindowingStrategies[p.GetWindowingStrategyId()]
+	elem := b.lp(p.GetCoderId())
+	wireID := b.addCoder("weir_wv_"+id, wire.URNWindowedValue, elem, ws.GetWindowCoderId())
+	win, err := wire.MeasureFor(b.comps.Coders, ws.GetWindowCoderId())
+	if err != nil {
+		return nil, fmt.Errorf("translate: PCollection %q: window coder: %w", p.GetUniqueName(), err)
+	}
+	val, err := wire.MeasureFor(b.comps.Coders, elem)
+	if err != nil {
+		return nil, fmt.Errorf("translate: PCollection %q: %w", p.GetUniqueName(), err)
+	}
+	pc := &PColl{ID: id, Name: p.GetUniqueName(), WireCoder: wireID,
+		Codec: wire.NewCodec(win, val), Windowing: ws, Producer: producer}
+	if c := b.comps.Coders[elem]; c.GetSpec().GetUrn() == wire.URNKV {
+		if pc.Key, err = wire.MeasureFor(b.comps.Coders, c.GetComponentCoderIds()[0]); err != nil {
+			return nil, fmt.Errorf("translate: PCollection %q: key: %w", p.GetUniqueName(), err)
+		}
+	}
+	return pc, nil
+}
+
+// ElementCoder returns the length-prefixed element coder of a PCollection.
+func (p *Plan) elementCoder(pcoll string) string {
+	c := p.Components.Coders[p.PColls[pcoll].WireCoder]
+	return c.GetComponentCoderIds()[0]
+}
+
+var _ = pipepb.OutputTime_END_OF_WINDOW

@@ -1,0 +1,104 @@
+package translate
+
+import (
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+
+	"github.com/weir-runner/weir/wire"
+)
+
+// StageID names a stage within a plan.
+type StageID string
+
+// Kind is what runs a stage.
+type Kind int
+
+// Stage kinds.
+const (
+	KindImpulse Kind = iota // runner: emits one empty element
+	KindSDK                 // fused transforms run by an SDK worker
+	KindGBK                 // runner: group by key and window
+	KindFlatten             // runner: merge inputs
+)
+
+func (k Kind) String() string {
+	return [...]string{"impulse", "sdk", "gbk", "flatten"}[k]
+}
+
+// Plan is a pipeline as weir executes it.
+type Plan struct {
+	// Stages in topological order: every stage comes after the producers of
+	// its inputs.
+	Stages []*Stage
+	// PColls are the runner PCollections: those that cross stage boundaries.
+	PColls map[string]*PColl
+	// Components are the pipeline's, after SDF expansion and with the wire
+	// coders added.
+	Components *pipepb.Components
+}
+
+// PColl is a PCollection the runner moves between stages.
+type PColl struct {
+	ID   string
+	Name string
+	// WireCoder is the windowed-value coder its elements travel in.
+	WireCoder string
+	Codec     *wire.Codec
+	// Key measures the key of KV elements; nil for other elements.
+	Key       wire.Measure
+	Windowing *pipepb.WindowingStrategy
+	Producer  StageID
+}
+
+// Input is one input of a stage.
+type Input struct {
+	PColl string
+	// Side is set for a side input.
+	Side *SideInput
+}
+
+// SideInput identifies a side input as the SDK's state requests name it.
+type SideInput struct {
+	TransformID string
+	LocalName   string
+	Pattern     string // URNSideIterable or URNSideMultimap
+}
+
+// Stage is a unit of execution: parallel subtasks of one kind.
+type Stage struct {
+	ID   StageID
+	Kind Kind
+	// Name is a human name for messages: the first transform's unique name.
+	Name string
+	// Transforms are the pipeline transforms the stage runs.
+	Transforms []string
+	// Inputs: for SDK stages the main input first, then side inputs; for
+	// flattens every input; for GBK the one input.
+	Inputs []Input
+	// Outputs are the runner PCollections the stage produces.
+	Outputs []string
+
+	// SDK stages.
+	EnvID string
+	// Source is the descriptor's data source transform for the main input;
+	// Sinks maps each output PCollection to its data sink transform.
+	Source string
+	Sinks  map[string]string
+	// SDF is set when the stage processes SDF restrictions: its residuals
+	// re-enter as main input.
+	SDF bool
+	// Finalize is set when the stage's DoFns ask for bundle finalization.
+	Finalize bool
+
+	// GBK stages.
+	OutputTime pipepb.OutputTime_Enum
+}
+
+// MainInput is the stage's main input PCollection, or "".
+func (s *Stage) MainInput() string {
+	for _, in := range s.Inputs {
+		if in.Side == nil {
+			return in.PColl
+		}
+	}
+	return ""
+}

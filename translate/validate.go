@@ -1,0 +1,122 @@
+package translate
+
+import (
+	"fmt"
+
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/weir-runner/weir/fnapi"
+)
+
+// sdkURNs are the leaf transforms weir hands to SDK workers.
+var sdkURNs = map[string]bool{
+	URNParDo: true, URNWindowInto: true, URNMapWindows: true, URNMergeWindows: true,
+	URNToString: true, URNCombineGrouped: true, URNCombinePGBKCV: true,
+	URNCombineMerge: true, URNCombineExtract: true,
+	URNPairWithRestr: true, URNSplitAndSize: true, URNProcessSized: true,
+}
+
+func isNative(urn string) bool {
+	return urn == URNImpulse || urn == URNGBK || urn == URNFlatten
+}
+
+// validate lists what weir cannot run about one leaf transform.
+func (b *builder) validate(id string) []error {
+	t := b.comps.Transforms[id]
+	urn := t.GetSpec().GetUrn()
+	where := fmt.Sprintf("transform %s (%s)", b.name(id), urn)
+	var errs []error
+	switch {
+	case isNative(urn):
+	case sdkURNs[urn]:
+		env, ok := b.comps.GetEnvironments()[b.env(id)]
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: environment %q is not defined", where, b.env(id)))
+		} else if err := fnapi.SupportedEnvironment(env); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+		}
+	default:
+		return []error{fmt.Errorf("%s: transform URN is not supported", where)}
+	}
+	if pd := b.pardo(id); pd != nil {
+		if len(pd.GetStateSpecs()) > 0 {
+			errs = append(errs, fmt.Errorf("%s: user state is not supported yet", where))
+		}
+		if len(pd.GetTimerFamilySpecs()) > 0 {
+			errs = append(errs, fmt.Errorf("%s: timers are not supported yet", where))
+		}
+		if pd.GetRequiresTimeSortedInput() {
+			errs = append(errs, fmt.Errorf("%s: time-sorted input is not supported", where))
+		}
+		for name, si := range pd.GetSideInputs() {
+			switch p := si.GetAccessPattern().GetUrn(); p {
+			case URNSideIterable, URNSideMultimap:
+			default:
+				errs = append(errs, fmt.Errorf("%s: side input %s uses access pattern %s, which is not supported", where, name, p))
+			}
+		}
+	}
+	for _, pc := range t.GetInputs() {
+		errs = append(errs, b.validateWindowing(where, pc, urn == URNGBK)...)
+	}
+	return errs
+}
+
+func (b *builder) env(id string) string {
+	t := b.comps.Transforms[id]
+	if e := t.GetEnvironmentId(); e != "" {
+		return e
+	}
+	// Transforms such as window_into may carry no environment; a pipeline
+	// with one environment runs them there.
+	for e := range b.comps.GetEnvironments() {
+		if len(b.comps.GetEnvironments()) == 1 {
+			return e
+		}
+	}
+	return ""
+}
+
+// validateWindowing checks the windowing of a PCollection read by a
+// transform. Grouping transforms need the runner to understand it fully.
+func (b *builder) validateWindowing(where, pcoll string, grouping bool) []error {
+	pc := b.comps.Pcollections[pcoll]
+	ws, ok := b.comps.WindowingStrategies[pc.GetWindowingStrategyId()]
+	if !ok {
+		return []error{fmt.Errorf("%s: PCollection %q has no windowing strategy %q", where, pcoll, pc.GetWindowingStrategyId())}
+	}
+	var errs []error
+	if wc := b.comps.Coders[ws.GetWindowCoderId()].GetSpec().GetUrn(); wc != "beam:coder:global_window:v1" && wc != "beam:coder:interval_window:v1" {
+		errs = append(errs, fmt.Errorf("%s: window coder %q is not supported", where, wc))
+	}
+	if !grouping {
+		return errs
+	}
+	switch fn := ws.GetWindowFn().GetUrn(); fn {
+	case URNGlobalWindows, URNFixedWindows, URNSlidingWindows:
+	case URNSessions:
+		errs = append(errs, fmt.Errorf("%s: merging windows (%s) are not supported yet", where, fn))
+	default:
+		errs = append(errs, fmt.Errorf("%s: window function %s is not supported", where, fn))
+	}
+	if !isDefaultTrigger(ws.GetTrigger()) {
+		errs = append(errs, fmt.Errorf("%s: trigger %v is not supported yet", where, ws.GetTrigger()))
+	}
+	if ws.GetAllowedLateness() < 0 {
+		errs = append(errs, fmt.Errorf("%s: allowed lateness %d ms is negative", where, ws.GetAllowedLateness()))
+	}
+	return errs
+}
+
+func isDefaultTrigger(t *pipepb.Trigger) bool {
+	if t == nil || t.GetDefault() != nil {
+		return true
+	}
+	// AfterWatermark with no early or late firings fires exactly like the
+	// default trigger.
+	if aw := t.GetAfterEndOfWindow(); aw != nil {
+		return aw.GetEarlyFirings() == nil && aw.GetLateFirings() == nil
+	}
+	return proto.Equal(t, &pipepb.Trigger{})
+}
