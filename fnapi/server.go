@@ -195,11 +195,11 @@ func (p provisionService) GetProvisionInfo(ctx context.Context, _ *fnpb.GetProvi
 	}
 	ep := p.s.APIDescriptor()
 	return &fnpb.GetProvisionInfoResponse{Info: &fnpb.ProvisionInfo{
-		PipelineOptions:      p.s.opts.PipelineOptions,
-		LoggingEndpoint:      ep,
-		ArtifactEndpoint:     ep,
-		ControlEndpoint:      ep,
-		Dependencies:         p.s.opts.Dependencies[w.env],
-		RetrievalToken:       p.s.opts.JobID,
+		PipelineOptions:  p.s.opts.PipelineOptions,
+		LoggingEndpoint:  ep,
+		ArtifactEndpoint: ep,
+		ControlEndpoint:  ep,
+		Dependencies:     p.s.opts.Dependencies[w.env],
+		RetrievalToken:   p.s.opts.JobID,
 	}}, nil
 }
