@@ -18,3 +18,18 @@ vet:
 
 test: vet
 	$(GO) test ./...
+
+# ValidatesRunner: Beam's own Go runner test packages against a job server in
+# strict mode (see validatesrunner/README.md). VRFLAGS passes extra flags to
+# the harness, e.g. VRFLAGS='-only primitives -run TestCoGBK' or
+# VRFLAGS=--update-expectations.
+VR := $(GO) run ./validatesrunner/cmd/vr
+VRFLAGS ?=
+.PHONY: vr-smoke
+vr: build
+	$(VR) -runner weir -server '$(BIN)/weir serve --job-port={port}' -expect validatesrunner/expected.txt $(VRFLAGS)
+vr-prism:
+	$(GO) build -o $(BIN)/prism github.com/apache/beam/sdks/v2/go/cmd/prism
+	$(VR) -runner prism -server '$(BIN)/prism --job_port={port} --serve_http=false' $(VRFLAGS)
+vr-smoke: build
+	$(VR) -runner weir -suite smoke -server '$(BIN)/weir serve --job-port={port}' -expect validatesrunner/expected.txt $(VRFLAGS)

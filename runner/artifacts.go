@@ -504,6 +504,11 @@ type ArtifactRetrieval struct {
 	job *Job
 }
 
+var (
+	_ jobpb.ArtifactStagingServiceServer   = (*artifactStaging)(nil)
+	_ jobpb.ArtifactRetrievalServiceServer = (*ArtifactRetrieval)(nil)
+)
+
 // NewArtifactRetrieval returns the retrieval service for j's artifacts.
 func NewArtifactRetrieval(j *Job) jobpb.ArtifactRetrievalServiceServer {
 	return &ArtifactRetrieval{job: j}

@@ -165,7 +165,7 @@ func TestStagingWithSDKClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
-	if err := runnerlib.WaitForCompletion(ctx, ts.client, id); err != nil {
+	if err := waitForCompletion(ctx, ts.client, id); err != nil {
 		t.Fatalf("job: %v", err)
 	}
 	j := ts.s.Job(JobID(id))

@@ -52,7 +52,6 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 	if err != nil {
 		return err
 	}
-	j.SetState(jobpb.JobState_RUNNING)
 	if err := g.Run(ctx, nil); err != nil {
 		return err
 	}

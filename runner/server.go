@@ -89,6 +89,8 @@ type Server struct {
 	}
 }
 
+var _ jobpb.JobServiceServer = (*Server)(nil)
+
 // NewServer returns a server that runs jobs with exec. It serves nothing
 // until Serve or Start is called.
 func NewServer(exec Executor, opts ServerOptions) *Server {

@@ -86,6 +86,9 @@ type builder struct {
 	// plain SDK transforms that read it, so siblings share one stage.
 	rooted map[string]*Stage
 	sdfSeq int
+	// producer maps each PCollection to the leaf transform that writes it,
+	// once SDFs are expanded.
+	producer map[string]string
 }
 
 // leaves returns the leaf transforms under roots in topological order.
@@ -97,7 +100,9 @@ func (b *builder) leaves(roots []string) ([]string, error) {
 		if !ok {
 			return fmt.Errorf("translate: transform %q is referenced but not defined", id)
 		}
-		if len(t.GetSubtransforms()) == 0 {
+		// A reshuffle runs natively: the runner redistributes the elements
+		// itself, and skips the SDK's expansion with its Always trigger.
+		if len(t.GetSubtransforms()) == 0 || t.GetSpec().GetUrn() == URNReshuffle {
 			all = append(all, id)
 			return nil
 		}

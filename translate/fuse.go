@@ -15,7 +15,7 @@ func (b *builder) place(id string) {
 	t := b.comps.Transforms[id]
 	urn := t.GetSpec().GetUrn()
 	if isNative(urn) {
-		s := b.newStage(id, map[string]Kind{URNImpulse: KindImpulse, URNGBK: KindGBK, URNFlatten: KindFlatten}[urn])
+		s := b.newStage(id, map[string]Kind{URNImpulse: KindImpulse, URNGBK: KindGBK, URNFlatten: KindFlatten, URNReshuffle: KindFlatten}[urn])
 		for _, pc := range sortedValues(t.GetInputs()) {
 			s.Inputs = append(s.Inputs, Input{PColl: pc})
 		}
@@ -28,23 +28,63 @@ func (b *builder) place(id string) {
 	pd := b.pardo(id)
 	_, main := b.mainInput(id)
 	env := b.env(id)
-	plain := len(pd.GetSideInputs()) == 0 && urn != URNProcessSized
-	if plain {
-		if up := b.stageOfProducer(main); up != nil && up.Kind == KindSDK && up.EnvID == env {
+	if urn != URNProcessSized {
+		if up := b.stageOfProducer(main); up != nil && up.Kind == KindSDK && up.EnvID == env && b.sidesAvailable(up, id) {
 			b.join(up, id)
+			b.addSideInputs(up, id)
 			return
 		}
-		key := main + "\x00" + env
-		if s, ok := b.rooted[key]; ok {
-			b.join(s, id)
+		if len(pd.GetSideInputs()) == 0 {
+			key := main + "\x00" + env
+			if s, ok := b.rooted[key]; ok {
+				b.join(s, id)
+				return
+			}
+			b.rooted[key] = b.newSDKStage(id, main, env)
 			return
 		}
-		s := b.newSDKStage(id, main, env)
-		b.rooted[key] = s
-		return
 	}
 	s := b.newSDKStage(id, main, env)
 	s.SDF = urn == URNProcessSized
+	b.addSideInputs(s, id)
+}
+
+// sidesAvailable reports whether transform id can run in stage s: each of
+// its side inputs must come from a stage that does not read from s, or the
+// stage would wait for itself.
+func (b *builder) sidesAvailable(s *Stage, id string) bool {
+	t := b.comps.Transforms[id]
+	for local := range b.pardo(id).GetSideInputs() {
+		up := b.stageOfProducer(t.GetInputs()[local])
+		if up == nil || b.dependsOn(up, s, map[*Stage]bool{}) {
+			return false
+		}
+	}
+	return true
+}
+
+// dependsOn reports whether stage x reads, directly or not, from stage s.
+func (b *builder) dependsOn(x, s *Stage, seen map[*Stage]bool) bool {
+	if x == s {
+		return true
+	}
+	if seen[x] {
+		return false
+	}
+	seen[x] = true
+	for _, tid := range x.Transforms {
+		for _, pc := range b.comps.Transforms[tid].GetInputs() {
+			if up := b.stageOfProducer(pc); up != nil && up != x && b.dependsOn(up, s, seen) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (b *builder) addSideInputs(s *Stage, id string) {
+	t := b.comps.Transforms[id]
+	pd := b.pardo(id)
 	for _, local := range sortedKeys(pd.GetSideInputs()) {
 		s.Inputs = append(s.Inputs, Input{PColl: t.GetInputs()[local], Side: &SideInput{
 			TransformID: id, LocalName: local,
@@ -53,14 +93,18 @@ func (b *builder) place(id string) {
 }
 
 func (b *builder) stageOfProducer(pcoll string) *Stage {
-	for tid, t := range b.comps.Transforms {
-		for _, out := range t.GetOutputs() {
-			if out == pcoll {
-				return b.stageOf[tid]
+	if b.producer == nil {
+		b.producer = map[string]string{}
+		for tid, t := range b.comps.Transforms {
+			if len(t.GetSubtransforms()) > 0 && t.GetSpec().GetUrn() != URNReshuffle {
+				continue
+			}
+			for _, out := range t.GetOutputs() {
+				b.producer[out] = tid
 			}
 		}
 	}
-	return nil
+	return b.stageOf[b.producer[pcoll]]
 }
 
 func (b *builder) newStage(id string, k Kind) *Stage {

@@ -18,7 +18,7 @@ var sdkURNs = map[string]bool{
 }
 
 func isNative(urn string) bool {
-	return urn == URNImpulse || urn == URNGBK || urn == URNFlatten
+	return urn == URNImpulse || urn == URNGBK || urn == URNFlatten || urn == URNReshuffle
 }
 
 // validate lists what weir cannot run about one leaf transform.
@@ -28,6 +28,8 @@ func (b *builder) validate(id string) []error {
 	where := fmt.Sprintf("transform %s (%s)", b.name(id), urn)
 	var errs []error
 	switch {
+	case urn == URNReshuffle && (len(t.GetInputs()) != 1 || len(t.GetOutputs()) != 1):
+		return []error{fmt.Errorf("%s: a reshuffle needs one input and one output, has %d and %d", where, len(t.GetInputs()), len(t.GetOutputs()))}
 	case isNative(urn):
 	case sdkURNs[urn]:
 		env, ok := b.comps.GetEnvironments()[b.env(id)]

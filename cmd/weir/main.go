@@ -52,6 +52,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 0
 		case errors.Is(err, flag.ErrHelp):
 			return 0
+		case errors.Is(err, errReported):
+			return 2
 		case errors.Is(err, errUsage):
 			fmt.Fprintf(stderr, "weir %s: %v\n", c.name, err)
 			return 2
@@ -67,6 +69,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // errUsage marks bad command lines, which exit with status 2.
 var errUsage = errors.New("usage")
+
+// errReported is a usage error the flag package has already printed.
+var errReported = fmt.Errorf("%w: already reported", errUsage)
 
 func usageErrorf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
@@ -86,19 +91,24 @@ func usage(w io.Writer) {
 func newFlagSet(name, argsUsage string) *flag.FlagSet {
 	fs := flag.NewFlagSet("weir "+name, flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: weir %s [flags] %s\n", name, argsUsage)
+		fmt.Fprintf(fs.Output(), "usage: weir %s [flags]", name)
+		if argsUsage != "" {
+			fmt.Fprintf(fs.Output(), " %s", argsUsage)
+		}
+		fmt.Fprintln(fs.Output())
 		fs.PrintDefaults()
 	}
 	return fs
 }
 
-// parseFlags parses args, turning flag errors into usage errors.
+// parseFlags parses args. The flag package prints its own errors and the
+// usage, so they are not printed again.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return errReported
 	}
 	return nil
 }
