@@ -87,7 +87,10 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, j *J
 		n := &executor.Node{Name: fmt.Sprintf("%s(%s)", s.ID, s.Name), Parallelism: parallelism, Outputs: len(s.Outputs)}
 		for i, in := range s.Inputs {
 			src := plan.PColls[in.PColl]
-			from := nodeOf[src.Producer]
+			from, ok := nodeOf[src.Producer]
+			if !ok {
+				return nil, fmt.Errorf("stage %s reads %s before its producer %s is built", s.Name, src.Name, src.Producer)
+			}
 			ni := executor.NodeInput{From: from, Output: outputIndex(plan, src), Partition: executor.Forward}
 			switch {
 			case in.Side != nil:

@@ -170,6 +170,9 @@ func (b *builder) finish() (*Plan, error) {
 		plan.PColls[id] = pc
 		up.Outputs = append(up.Outputs, id)
 	}
+	if err := b.orderStages(plan); err != nil {
+		return nil, err
+	}
 	for _, s := range b.stages {
 		if s.Kind != KindSDK {
 			continue
@@ -181,6 +184,43 @@ func (b *builder) finish() (*Plan, error) {
 		}
 	}
 	return plan, nil
+}
+
+// orderStages puts every stage after the producers of its inputs. Stages
+// are created in transform order, but a stage can gain a side input from a
+// stage created after it.
+func (b *builder) orderStages(plan *Plan) error {
+	byID := map[StageID]*Stage{}
+	for _, s := range b.stages {
+		byID[s.ID] = s
+	}
+	state := map[StageID]int{} // 1 visiting, 2 done
+	var out []*Stage
+	var visit func(s *Stage) error
+	visit = func(s *Stage) error {
+		switch state[s.ID] {
+		case 1:
+			return fmt.Errorf("translate: stage %s (%s) depends on itself", s.ID, s.Name)
+		case 2:
+			return nil
+		}
+		state[s.ID] = 1
+		for _, in := range s.Inputs {
+			if err := visit(byID[plan.PColls[in.PColl].Producer]); err != nil {
+				return err
+			}
+		}
+		state[s.ID] = 2
+		out = append(out, s)
+		return nil
+	}
+	for _, s := range b.stages {
+		if err := visit(s); err != nil {
+			return err
+		}
+	}
+	b.stages, plan.Stages = out, out
+	return nil
 }
 
 func (b *builder) pcoll(id string, producer StageID) (*PColl, error) {

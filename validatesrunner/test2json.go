@@ -334,15 +334,15 @@ func tail(s []string, n int) []string {
 }
 
 // summarize picks a one-line reason for a failure or skip: the last message
-// the test logged through t.Error/t.Fatal/t.Skip (with up to two
+// the test logged through t.Error/t.Fatal/t.Skip (with up to four
 // continuation lines), else the last non-noise output line.
 func summarize(st *testState) string {
 	var s string
 	if n := len(st.logLines); n > 0 {
 		s = st.logLines[n-1]
 		parts := strings.Split(s, "\n")
-		if len(parts) > 3 {
-			parts = parts[:3]
+		if len(parts) > 5 {
+			parts = parts[:5]
 		}
 		for i := range parts {
 			parts[i] = strings.TrimSpace(parts[i])

@@ -1,0 +1,105 @@
+package translate
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"github.com/apache/beam/sdks/v2/go/test/integration/primitives"
+)
+
+// scoped turns a pipeline-building function into a pipeline constructor.
+func scoped(f func(beam.Scope)) func() *beam.Pipeline {
+	return func() *beam.Pipeline {
+		p, s := beam.NewPipelineWithRoot()
+		f(s)
+		return p
+	}
+}
+
+func marshal(t *testing.T, p *beam.Pipeline) *pipepb.Pipeline {
+	t.Helper()
+	edges, _, err := p.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := graphx.CreateEnvironment(context.Background(), "beam:env:external:v1",
+		func(context.Context) string { return "localhost:1" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp, err := graphx.Marshal(edges, &graphx.Options{Environment: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pp
+}
+
+// TestPlanShape checks the invariants the executor relies on, over Beam's
+// own test pipelines: stages in topological order, every input a runner
+// PCollection with a producer, side inputs never produced by a stage that
+// depends on their reader, and the Go SDK's CoGBK expansion output never
+// leaving its stage (only the SDK can encode it).
+func TestPlanShape(t *testing.T) {
+	pipelines := map[string]func() *beam.Pipeline{
+		"CoGBK":             scoped(primitives.CoGBK),
+		"MultiMapSideInput": primitives.ParDoMultiMapSideInput,
+		"SideInput":         primitives.ParDoSideInput,
+		"KVSideInput":       primitives.ParDoKVSideInput,
+		"Flatten":           scoped(primitives.Flatten),
+		"FlattenDup":        scoped(primitives.FlattenDup),
+		"Reshuffle":         scoped(primitives.Reshuffle),
+		"MultiOutput":       primitives.ParDoMultiOutput,
+		"GBKShortRead":      scoped(primitives.GBKShortRead),
+	}
+	for name, build := range pipelines {
+		t.Run(name, func(t *testing.T) {
+			pp := marshal(t, build())
+			plan, err := Build(pp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pos := map[StageID]int{}
+			for i, s := range plan.Stages {
+				pos[s.ID] = i
+			}
+			for i, s := range plan.Stages {
+				for _, in := range s.Inputs {
+					pc, ok := plan.PColls[in.PColl]
+					if !ok {
+						t.Fatalf("stage %s reads %s, which is not a runner PCollection", s.ID, in.PColl)
+					}
+					if pos[pc.Producer] >= i {
+						t.Errorf("stage %s (%d) reads %s from stage %s (%d), which does not come first",
+							s.ID, i, in.PColl, pc.Producer, pos[pc.Producer])
+					}
+				}
+			}
+			for id, pc := range plan.PColls {
+				c := plan.Components.Coders[plan.elementCoder(id)]
+				for _, cc := range c.GetComponentCoderIds() {
+					if strings.Contains(plan.Components.Coders[cc].GetSpec().GetUrn(), "cogbklist") {
+						t.Errorf("PCollection %s (%s) crosses stages with a CoGBK coder", id, pc.Name)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestUnsupportedNamesTransformAndURN(t *testing.T) {
+	pp := marshal(t, scoped(primitives.CoGBK)())
+	for _, tr := range pp.GetComponents().GetTransforms() {
+		if tr.GetSpec().GetUrn() == URNGBK {
+			tr.Spec.Urn = "beam:transform:bogus:v1"
+			break
+		}
+	}
+	_, err := Build(pp)
+	if err == nil || !strings.Contains(err.Error(), "beam:transform:bogus:v1") || !strings.Contains(err.Error(), "CoGBK") {
+		t.Fatalf("Build = %v, want an error naming the transform and its URN", err)
+	}
+}
