@@ -106,6 +106,11 @@ func (s *Server) Stop() {
 	s.wg.Wait()
 }
 
+// ExpectWorker registers a worker that something other than StartWorker
+// starts (a test's fake, an operator's own pool); its connections must carry
+// worker_id metadata equal to id.
+func (s *Server) ExpectWorker(id, env string) *Worker { return s.newWorker(id, env) }
+
 // newWorker registers a worker before it is started, so its connections find
 // it whichever arrives first.
 func (s *Server) newWorker(id, env string) *Worker {

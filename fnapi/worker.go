@@ -154,6 +154,8 @@ func (w *Worker) serveData(stream fnpb.BeamFnData_DataServer) error {
 	for {
 		msg, err := stream.Recv()
 		if err != nil {
+			// Without its data stream a worker can finish no bundle.
+			w.lose(fmt.Errorf("%w: %s: data stream ended: %v", ErrWorkerLost, w.ID, err))
 			return nil
 		}
 		for _, d := range msg.GetData() {
@@ -185,7 +187,8 @@ func (w *Worker) sendData(e *fnpb.Elements) error {
 	w.dataMu.Lock()
 	defer w.dataMu.Unlock()
 	if err := w.data.Send(e); err != nil {
-		return fmt.Errorf("fnapi: worker %s: send data: %w", w.ID, err)
+		w.lose(fmt.Errorf("%w: %s: send data: %v", ErrWorkerLost, w.ID, err))
+		return w.Err()
 	}
 	return nil
 }

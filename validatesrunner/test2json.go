@@ -34,16 +34,16 @@ const maxTail = 12
 
 // testState accumulates the events of one top-level test and its subtests.
 type testState struct {
-	name     string
-	status   string // "" while running
-	elapsed  float64
-	ran      bool      // the run event was seen
-	started  time.Time // time of the run event
-	conns    int       // connections to the job server while the test ran
-	lines    []string  // framing-free output lines (bounded)
-	logLines []string  // lines written by t.Log/t.Error/t.Skip (bounded)
-	failed   []string  // names of failed subtests
-	inLog    bool      // the previous line was part of a t.Log message
+	name    string
+	status  string // "" while running
+	elapsed float64
+	ran     bool      // the run event was seen
+	started time.Time // time of the run event
+	conns   int       // connections to the job server while the test ran
+	lines   []string  // framing-free output lines (bounded)
+	lastLog []string  // the last t.Log/t.Error/t.Skip message: first line + last continuation lines
+	failed  []string  // names of failed subtests
+	inLog   bool      // the previous line was part of a t.Log message
 	// lineElapsed is the duration from the "--- PASS: Name (1.23s)" line,
 	// used when the event carries no Elapsed.
 	lineElapsed float64
@@ -199,11 +199,14 @@ func (c *Collector) addLine(test, l string) {
 	st.lines = appendBounded(st.lines, l, 4*maxTail)
 	switch {
 	case testLogLine.MatchString(l):
-		st.logLines = appendBounded(st.logLines, l, maxTail)
+		st.lastLog = []string{l}
 		st.inLog = true
-	case st.inLog && strings.HasPrefix(l, "        ") && len(st.logLines) > 0:
-		// Continuation of a multi-line t.Log message: glue it on.
-		st.logLines[len(st.logLines)-1] += "\n" + l
+	case st.inLog && strings.HasPrefix(l, "        ") && len(st.lastLog) > 0:
+		// Continuation of a multi-line t.Log message.
+		st.lastLog = append(st.lastLog, l)
+		if len(st.lastLog) > 2*maxTail {
+			st.lastLog = append(st.lastLog[:1:1], st.lastLog[len(st.lastLog)-maxTail:]...)
+		}
 	default:
 		st.inLog = false
 	}
@@ -288,7 +291,7 @@ func (c *Collector) MarkFailed(test, reason string, elapsed float64) {
 	st.status = Fail
 	st.elapsed = elapsed
 	st.lines = appendBounded(st.lines, reason, 4*maxTail)
-	st.logLines = appendBounded(st.logLines, reason, maxTail)
+	st.lastLog = []string{reason}
 }
 
 // Results returns the results of all top-level tests that finished, in the
@@ -334,20 +337,32 @@ func tail(s []string, n int) []string {
 }
 
 // summarize picks a one-line reason for a failure or skip: the last message
-// the test logged through t.Error/t.Fatal/t.Skip (with up to four
-// continuation lines), else the last non-noise output line.
+// the test logged through t.Error/t.Fatal/t.Skip, else the last non-noise
+// output line. Of a multi-line message it keeps the first line and the last
+// two, where error chains put the root cause.
 func summarize(st *testState) string {
+	const n = 300
 	var s string
-	if n := len(st.logLines); n > 0 {
-		s = st.logLines[n-1]
-		parts := strings.Split(s, "\n")
-		if len(parts) > 5 {
-			parts = parts[:5]
+	if len(st.lastLog) > 0 {
+		var parts []string
+		for _, p := range st.lastLog {
+			if p = OneLine(p, n); p != "" {
+				parts = append(parts, p)
+			}
 		}
-		for i := range parts {
-			parts[i] = strings.TrimSpace(parts[i])
+		head, rest := parts[0], parts[1:]
+		sep := " | "
+		if len(rest) > 2 {
+			rest, sep = rest[len(rest)-2:], " | … | "
 		}
-		s = strings.Join(parts, " | ")
+		if len(rest) == 0 {
+			return OneLine(head, n)
+		}
+		tail := strings.Join(rest, " | ")
+		if room := n - len([]rune(tail)) - len([]rune(sep)); room < len([]rune(head)) {
+			head = OneLine(head, max(room, 80))
+		}
+		return OneLine(head+sep+tail, n)
 	} else {
 		for i := len(st.lines) - 1; i >= 0; i-- {
 			if !quietLogLine.MatchString(st.lines[i]) {
@@ -359,7 +374,7 @@ func summarize(st *testState) string {
 			s = strings.TrimSpace(st.lines[len(st.lines)-1])
 		}
 	}
-	return OneLine(s, 300)
+	return OneLine(s, n)
 }
 
 // OneLine collapses whitespace and newlines and truncates s to n runes.

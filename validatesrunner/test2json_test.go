@@ -70,7 +70,7 @@ func TestCollector(t *testing.T) {
 	want := []TestResult{
 		{Name: "TestA", Status: Pass, Seconds: 0.77},
 		{Name: "TestB", Status: Fail, Seconds: 2,
-			Reason:         "b_test.go:12: Failed to execute job: job failed | caused by: no such URN | more | and more",
+			Reason:         "b_test.go:12: Failed to execute job: job failed | … | more | and more",
 			FailedSubtests: []string{"TestB/sub_1"},
 			Tail: []string{
 				"time=x level=INFO msg=\"noise\"",

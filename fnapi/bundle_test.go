@@ -1,0 +1,93 @@
+package fnapi_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weir-runner/weir/fnapi"
+	"github.com/weir-runner/weir/fnapi/fnapitest"
+)
+
+func startFake(t *testing.T, fake *fnapitest.Worker) (*fnapi.Server, *fnapi.Worker) {
+	t.Helper()
+	srv, err := fnapi.NewServer(fnapi.Options{JobID: "job"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	w := srv.ExpectWorker("w1", "env")
+	if err := fake.Start(srv.Endpoint(), "w1"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Stop)
+	return srv, w
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+// TestProcessBatchesAndReturnsOutputs sends more than one data frame of
+// input and several bundles at once, and checks every bundle gets exactly
+// its own data back.
+func TestProcessBatchesAndReturnsOutputs(t *testing.T) {
+	_, w := startFake(t, &fnapitest.Worker{Echo: map[string]string{"src": "sink"}})
+	const bundles, elems = 4, 3000 // 3000 × 1 KiB spans several 1 MiB frames
+	var wg sync.WaitGroup
+	errs := make(chan error, bundles)
+	for b := range bundles {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in := make([][]byte, elems)
+			var want []byte
+			for i := range in {
+				in[i] = bytes.Repeat([]byte{byte(b)}, 1024)
+				want = append(want, in[i]...)
+			}
+			res, err := w.Process(ctx(t), fnapi.BundleRequest{DescriptorID: "d",
+				Inputs: []fnapi.Input{{TransformID: "src", Elements: in}}, Outputs: []string{"sink"}})
+			if err != nil {
+				errs <- err
+				return
+			}
+			if !bytes.Equal(res.Outputs["sink"], want) {
+				errs <- fmt.Errorf("bundle %d: got %d bytes back, want %d of its own", b, len(res.Outputs["sink"]), len(want))
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestProcessFailsWithWorkerLostWhenWorkerCrashes(t *testing.T) {
+	_, w := startFake(t, &fnapitest.Worker{Echo: map[string]string{"src": "sink"}, CrashOnBundle: true})
+	_, err := w.Process(ctx(t), fnapi.BundleRequest{DescriptorID: "d",
+		Inputs: []fnapi.Input{{TransformID: "src", Elements: [][]byte{{1}}}}, Outputs: []string{"sink"}})
+	if !errors.Is(err, fnapi.ErrWorkerLost) {
+		t.Fatalf("Process = %v, want ErrWorkerLost", err)
+	}
+	if logs := w.LastLogs(); len(logs) == 0 {
+		t.Error("the worker's log lines were not kept")
+	}
+}
+
+func TestProcessReportsSDKFailure(t *testing.T) {
+	_, w := startFake(t, &fnapitest.Worker{Echo: map[string]string{"src": "sink"}, Fail: "user code panicked"})
+	_, err := w.Process(ctx(t), fnapi.BundleRequest{DescriptorID: "d",
+		Inputs: []fnapi.Input{{TransformID: "src", Elements: [][]byte{{1}}}}, Outputs: []string{"sink"}})
+	var be *fnapi.BundleError
+	if !errors.As(err, &be) || be.Message == "" {
+		t.Fatalf("Process = %v, want a BundleError with the SDK's message", err)
+	}
+}
