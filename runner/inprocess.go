@@ -62,3 +62,10 @@ func configureInProcess() error {
 	}
 	return nil
 }
+
+// inProcessServer returns the server Execute started, if any.
+func inProcessServer() *Server {
+	inProcess.Lock()
+	defer inProcess.Unlock()
+	return inProcess.server
+}
