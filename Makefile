@@ -18,6 +18,7 @@ vet:
 
 test: vet
 	$(GO) test ./...
+	$(MAKE) vr-smoke
 
 # ValidatesRunner: Beam's own Go runner test packages against a job server in
 # strict mode (see validatesrunner/README.md). VRFLAGS passes extra flags to

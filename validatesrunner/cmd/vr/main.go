@@ -32,7 +32,7 @@ var (
 	endpoint    = flag.String("endpoint", "", "use an already running job server at host:port instead of -server")
 	suite       = flag.String("suite", "full", "full or smoke")
 	only        = flag.String("only", "", "comma-separated packages (e.g. primitives,passert) to run; a partial run does not update results/ or RESULTS.md")
-	runFilter   = flag.String("run", "", "with -only: narrow to top-level tests matching this regexp (Go -run syntax)")
+	runFilter   = flag.String("run", "", "run only the top-level tests matching this regexp (Go -run syntax); a partial run")
 	expectPath  = flag.String("expect", "", "expectation file to compare with (expected.txt); empty: no comparison")
 	update      = flag.Bool("update-expectations", false, "rewrite the -expect file from this run (passes become pass; failures keep their reason, new ones get \"TODO: investigate\")")
 	jobs        = flag.Int("jobs", 1, "test packages run at once (go test -p)")
@@ -72,17 +72,18 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "vr:", err)
 		return 2
 	}
-	partial := *only != ""
-	if partial {
+	partial := *only != "" || *runFilter != ""
+	if *only != "" {
 		sels = vr.FilterSuite(sels, *only)
 		if len(sels) == 0 {
 			fmt.Fprintf(os.Stderr, "vr: -only %q matches no package of suite %s\n", *only, *suite)
 			return 2
 		}
-		if *runFilter != "" {
-			for i := range sels {
-				sels[i].Run = *runFilter
-			}
+	}
+	if *runFilter != "" {
+		sels = append([]vr.Selection(nil), sels...)
+		for i := range sels {
+			sels[i].Run = *runFilter
 		}
 	}
 	var exp *vr.Expectations
@@ -113,7 +114,7 @@ func run() int {
 		Jobs:      *jobs,
 	}
 	if partial {
-		res.Suite += " (partial: " + *only + ")"
+		res.Suite += fmt.Sprintf(" (partial: -only %q -run %q)", *only, *runFilter)
 	}
 	absOut, _ := filepath.Abs(*outDir)
 	o := &vr.Options{
@@ -180,14 +181,16 @@ func run() int {
 	wg.Wait()
 	res.Packages = results
 	if ctx.Err() != nil {
-		fmt.Fprintln(os.Stderr, "vr: interrupted; results are incomplete and will not update the snapshot")
-		partial = true
+		fmt.Fprintln(os.Stderr, "vr: interrupted; results are incomplete: no snapshot, RESULTS.md or expectation update")
+		return finish(res, sels, exp, name, started, true, false)
 	}
 	return finish(res, sels, exp, name, started, partial, true)
 }
 
 // finish saves results, renders RESULTS.md after a complete full run, and
-// compares with the expectations. It returns the exit code.
+// compares with the expectations. It returns the exit code. ran is false
+// when the suite could not run to completion (job server did not start,
+// interrupted): nothing committed is updated and the exit code is 1.
 func finish(res *vr.Run, sels []vr.Selection, exp *vr.Expectations, name string, started time.Time, partial, ran bool) int {
 	res.WallSeconds = float64(int(time.Since(started).Seconds()*10)) / 10
 	res.Sort()
