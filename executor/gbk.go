@@ -9,25 +9,31 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 
+	"github.com/weir-runner/weir/triggers"
 	"github.com/weir-runner/weir/wire"
 )
 
 // GroupByKey groups KV elements by key and window and emits each group when
-// the input watermark passes the end of its window. Groups live in memory
-// for now; the Pebble store replaces this map (issue 3).
+// the input watermark passes the end of its window. With merging windows
+// (sessions), a key's windows are merged as Beam's sessions merge before
+// they fire. Groups live in memory for now; the Pebble store replaces these
+// maps (issue 3).
 type GroupByKey struct {
 	Name       string
 	In         *wire.Codec
 	Key        wire.Measure
 	OutputTime pipepb.OutputTime_Enum
+	Merging    bool
 	Out        *Output
 
-	groups  map[string]*group
-	windows [][]byte // scratch for decoding
+	groups   map[string]*group
+	sessions map[string][]*group // merging: key → its windows, merged lazily
+	windows  [][]byte            // scratch for decoding
 }
 
 type group struct {
 	window, key []byte
+	start       mtime.Time // merging windows only
 	end         mtime.Time // window's max timestamp
 	values      [][]byte
 	minTS       mtime.Time
@@ -50,6 +56,12 @@ func (g *GroupByKey) Process(_ context.Context, _ int, elems [][]byte) error {
 			return fmt.Errorf("group by key %s: %w", g.Name, err)
 		}
 		for _, w := range wv.Windows {
+			if g.Merging {
+				if err := g.addSession(w, k, v, wv.Timestamp); err != nil {
+					return err
+				}
+				continue
+			}
 			id := string(w) + "\x00" + string(k)
 			gr, ok := g.groups[id]
 			if !ok {
@@ -65,6 +77,59 @@ func (g *GroupByKey) Process(_ context.Context, _ int, elems [][]byte) error {
 	return nil
 }
 
+// addSession records a value in its own proto-window; merging waits for the
+// watermark, when the windows that can fire are known.
+func (g *GroupByKey) addSession(w, k, v []byte, ts mtime.Time) error {
+	start, end, err := wire.DecodeIntervalWindow(w)
+	if err != nil {
+		return fmt.Errorf("group by key %s: merging windows need interval windows: %w", g.Name, err)
+	}
+	if g.sessions == nil {
+		g.sessions = map[string][]*group{}
+	}
+	g.sessions[string(k)] = append(g.sessions[string(k)], &group{
+		window: wire.AppendIntervalWindow(nil, start, end), key: k, end: end - 1,
+		values: [][]byte{v}, minTS: ts, maxTS: ts, start: start})
+	return nil
+}
+
+// readySessions merges each key's windows and takes out those whose merged
+// window closed at wm.
+func (g *GroupByKey) readySessions(wm mtime.Time) []*group {
+	var ready []*group
+	for k, gs := range g.sessions {
+		ivs := make([]triggers.Interval, len(gs))
+		for i, gr := range gs {
+			ivs[i] = triggers.Interval{Start: gr.start, End: gr.end + 1}
+		}
+		var keep []*group
+		for _, m := range triggers.MergeSessions(ivs) {
+			gr := gs[m.Members[0]]
+			if len(m.Members) > 1 {
+				gr = &group{key: gs[m.Members[0]].key, start: m.Window.Start, end: m.Window.MaxTimestamp(),
+					window: wire.AppendIntervalWindow(nil, m.Window.Start, m.Window.End),
+					minTS: mtime.MaxTimestamp, maxTS: mtime.MinTimestamp}
+				for _, i := range m.Members {
+					gr.values = append(gr.values, gs[i].values...)
+					gr.minTS = min(gr.minTS, gs[i].minTS)
+					gr.maxTS = max(gr.maxTS, gs[i].maxTS)
+				}
+			}
+			if gr.end <= wm {
+				ready = append(ready, gr)
+			} else {
+				keep = append(keep, gr)
+			}
+		}
+		if len(keep) == 0 {
+			delete(g.sessions, k)
+		} else {
+			g.sessions[k] = keep
+		}
+	}
+	return ready
+}
+
 // Watermark implements Operator: fire every group whose window has closed,
 // in window order, then pass the watermark on.
 func (g *GroupByKey) Watermark(ctx context.Context, _ int, wm mtime.Time) error {
@@ -75,6 +140,7 @@ func (g *GroupByKey) Watermark(ctx context.Context, _ int, wm mtime.Time) error 
 			delete(g.groups, id)
 		}
 	}
+	ready = append(ready, g.readySessions(wm)...)
 	sort.Slice(ready, func(i, j int) bool { return ready[i].end < ready[j].end })
 	const batch = 256
 	out := make([][]byte, 0, min(len(ready), batch))
@@ -121,7 +187,7 @@ func (g *GroupByKey) Barrier(context.Context, BarrierID) error { return nil }
 // Finish implements Operator: the watermark reached the end of time before
 // the inputs ended, so nothing is left to fire.
 func (g *GroupByKey) Finish(ctx context.Context) error {
-	if len(g.groups) > 0 {
+	if len(g.groups) > 0 || len(g.sessions) > 0 {
 		return g.Watermark(ctx, 0, mtime.MaxTimestamp)
 	}
 	return nil

@@ -112,7 +112,7 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, j *J
 		case translate.KindGBK:
 			in := plan.PColls[s.MainInput()]
 			n.New = func(_ int, out *executor.Output) (executor.Operator, error) {
-				return &executor.GroupByKey{Name: s.Name, In: in.Codec, Key: in.Key, OutputTime: s.OutputTime, Out: out}, nil
+				return &executor.GroupByKey{Name: s.Name, In: in.Codec, Key: in.Key, OutputTime: s.OutputTime, Merging: s.Merging, Out: out}, nil
 			}
 		case translate.KindSDK:
 			spec, err := sdkSpec(plan, s, fn, workers, metricsFn)

@@ -21,7 +21,9 @@ func (b *builder) place(id string) {
 		}
 		if urn == URNGBK {
 			pc := b.comps.Pcollections[t.GetInputs()[sortedKeys(t.GetInputs())[0]]]
-			s.OutputTime = b.comps.WindowingStrategies[pc.GetWindowingStrategyId()].GetOutputTime()
+			ws := b.comps.WindowingStrategies[pc.GetWindowingStrategyId()]
+			s.OutputTime = ws.GetOutputTime()
+			s.Merging = ws.GetWindowFn().GetUrn() == URNSessions
 		}
 		return
 	}

@@ -91,6 +91,9 @@ type Stage struct {
 
 	// GBK stages.
 	OutputTime pipepb.OutputTime_Enum
+	// Merging is set when the input's windows merge (sessions): the runner
+	// merges them before grouping.
+	Merging bool
 }
 
 // MainInput is the stage's main input PCollection, or "".

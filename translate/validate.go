@@ -96,9 +96,7 @@ func (b *builder) validateWindowing(where, pcoll string, grouping bool) []error 
 		return errs
 	}
 	switch fn := ws.GetWindowFn().GetUrn(); fn {
-	case URNGlobalWindows, URNFixedWindows, URNSlidingWindows:
-	case URNSessions:
-		errs = append(errs, fmt.Errorf("%s: merging windows (%s) are not supported yet", where, fn))
+	case URNGlobalWindows, URNFixedWindows, URNSlidingWindows, URNSessions:
 	default:
 		errs = append(errs, fmt.Errorf("%s: window function %s is not supported", where, fn))
 	}

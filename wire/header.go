@@ -159,3 +159,23 @@ func SplitKV(key Measure, b []byte) (k, v []byte, err error) {
 	}
 	return b[:n], b[n:], nil
 }
+
+// DecodeIntervalWindow reads an interval window: its end, then its length
+// as an unsigned varint.
+func DecodeIntervalWindow(b []byte) (start, end mtime.Time, err error) {
+	if len(b) < 9 {
+		return 0, 0, ErrShort
+	}
+	end = DecodeTime(b)
+	d, n := binary.Uvarint(b[8:])
+	if n <= 0 {
+		return 0, 0, ErrShort
+	}
+	return end - mtime.Time(d), end, nil
+}
+
+// AppendIntervalWindow appends the encoding of the window [start, end).
+func AppendIntervalWindow(dst []byte, start, end mtime.Time) []byte {
+	dst = AppendTime(dst, end)
+	return binary.AppendUvarint(dst, uint64(end-start))
+}
