@@ -108,7 +108,7 @@ func (g *GroupByKey) readySessions(wm mtime.Time) []*group {
 			if len(m.Members) > 1 {
 				gr = &group{key: gs[m.Members[0]].key, start: m.Window.Start, end: m.Window.MaxTimestamp(),
 					window: wire.AppendIntervalWindow(nil, m.Window.Start, m.Window.End),
-					minTS: mtime.MaxTimestamp, maxTS: mtime.MinTimestamp}
+					minTS:  mtime.MaxTimestamp, maxTS: mtime.MinTimestamp}
 				for _, i := range m.Members {
 					gr.values = append(gr.values, gs[i].values...)
 					gr.minTS = min(gr.minTS, gs[i].minTS)
