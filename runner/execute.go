@@ -27,7 +27,7 @@ func NewLocalExecutor() Executor { return &LocalExecutor{} }
 
 // Execute implements Executor.
 func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
-	plan, err := translate.Build(j.Pipeline)
+	plan, err := translate.Build(j.Pipeline, translate.Options{})
 	if err != nil {
 		return err
 	}

@@ -12,9 +12,16 @@ import (
 	"github.com/weir-runner/weir/wire"
 )
 
+// Options change how a pipeline is translated.
+type Options struct {
+	// NoLift runs every combine unlifted, as its composite's own
+	// GroupByKey and ParDo: for comparisons and as an escape hatch.
+	NoLift bool
+}
+
 // Build validates p and turns it into a plan. Every problem found is
 // reported, each naming its transform and URN.
-func Build(p *pipepb.Pipeline) (*Plan, error) {
+func Build(p *pipepb.Pipeline, opts Options) (*Plan, error) {
 	if p.GetComponents() == nil {
 		return nil, errors.New("translate: pipeline has no components")
 	}
@@ -23,6 +30,7 @@ func Build(p *pipepb.Pipeline) (*Plan, error) {
 		lpMemo:  map[string]string{},
 		stageOf: map[string]*Stage{},
 		rooted:  map[string]*Stage{},
+		noLift:  opts.NoLift,
 	}
 	if b.comps.Coders == nil {
 		b.comps.Coders = map[string]*pipepb.Coder{}
@@ -89,6 +97,8 @@ type builder struct {
 	// producer maps each PCollection to the leaf transform that writes it,
 	// once SDFs are expanded.
 	producer map[string]string
+	// noLift runs every combine unlifted (Options.NoLift).
+	noLift bool
 }
 
 // leaves returns the leaf transforms under roots in topological order.
@@ -105,6 +115,12 @@ func (b *builder) leaves(roots []string) ([]string, error) {
 		if len(t.GetSubtransforms()) == 0 || t.GetSpec().GetUrn() == URNReshuffle {
 			all = append(all, id)
 			return nil
+		}
+		if t.GetSpec().GetUrn() == URNCombinePerKey && !b.noLift {
+			if ids := b.lift(id, t); ids != nil {
+				all = append(all, ids...)
+				return nil
+			}
 		}
 		for _, sub := range t.GetSubtransforms() {
 			if err := walk(sub); err != nil {

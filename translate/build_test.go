@@ -8,6 +8,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
 	"github.com/apache/beam/sdks/v2/go/test/integration/primitives"
 )
 
@@ -58,7 +59,7 @@ func TestPlanShape(t *testing.T) {
 	for name, build := range pipelines {
 		t.Run(name, func(t *testing.T) {
 			pp := marshal(t, build())
-			plan, err := Build(pp)
+			plan, err := Build(pp, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,8 +99,53 @@ func TestUnsupportedNamesTransformAndURN(t *testing.T) {
 			break
 		}
 	}
-	_, err := Build(pp)
+	_, err := Build(pp, Options{})
 	if err == nil || !strings.Contains(err.Error(), "beam:transform:bogus:v1") || !strings.Contains(err.Error(), "CoGBK") {
 		t.Fatalf("Build = %v, want an error naming the transform and its URN", err)
+	}
+}
+
+func sumPerKeyPipeline() *beam.Pipeline {
+	p, s := beam.NewPipelineWithRoot()
+	kvs := beam.ParDo(s, func(x int) (string, int) { return "k", x }, beam.Create(s, 1, 2, 3))
+	stats.SumPerKey(s, kvs)
+	return p
+}
+
+// TestCombineLifting checks a combine-per-key runs as precombine (fused
+// with its producer), a GroupByKey of accumulators, then merge and extract
+// in one stage; and unlifted when asked.
+func TestCombineLifting(t *testing.T) {
+	pp := marshal(t, sumPerKeyPipeline())
+	urns := func(plan *Plan, s *Stage) []string {
+		var out []string
+		for _, id := range s.Transforms {
+			out = append(out, plan.Components.Transforms[id].GetSpec().GetUrn())
+		}
+		return out
+	}
+	plan, err := Build(pp, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range plan.Stages {
+		got = append(got, strings.Join(urns(plan, s), "+"))
+	}
+	want := []string{URNImpulse, URNParDo + "+" + URNParDo + "+" + URNCombinePGBKCV, URNGBK, URNCombineMerge + "+" + URNCombineExtract}
+	if strings.Join(got, " | ") != strings.Join(want, " | ") {
+		t.Errorf("lifted stages:\n got %v\nwant %v", got, want)
+	}
+
+	plan, err = Build(pp, Options{NoLift: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range plan.Stages {
+		for _, u := range urns(plan, s) {
+			if u == URNCombinePGBKCV || u == URNCombineMerge || u == URNCombineExtract {
+				t.Errorf("NoLift plan has lifted step %s", u)
+			}
+		}
 	}
 }

@@ -1,0 +1,72 @@
+package translate
+
+import (
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// lift replaces a combine-per-key composite by its lifted form:
+//
+//	precombine (SDK, fused with the producer) → GroupByKey of accumulators
+//	→ merge accumulators → extract outputs (SDK)
+//
+// so that only one accumulator per key and bundle crosses the shuffle. It
+// returns the new leaves in order, or nil when the composite must run
+// unlifted: no combine payload, an input that is not a KV, or a trigger
+// that may fire more than once per window (a precombined pane would then
+// be counted again).
+func (b *builder) lift(id string, t *pipepb.PTransform) []string {
+	var pl pipepb.CombinePayload
+	if err := proto.Unmarshal(t.GetSpec().GetPayload(), &pl); err != nil || pl.GetAccumulatorCoderId() == "" {
+		return nil
+	}
+	if len(t.GetInputs()) != 1 || len(t.GetOutputs()) != 1 {
+		return nil
+	}
+	in := t.GetInputs()[sortedKeys(t.GetInputs())[0]]
+	out := t.GetOutputs()[sortedKeys(t.GetOutputs())[0]]
+	inPC := b.comps.Pcollections[in]
+	kv := b.comps.Coders[inPC.GetCoderId()]
+	if kv.GetSpec().GetUrn() != "beam:coder:kv:v1" || len(kv.GetComponentCoderIds()) != 2 {
+		return nil
+	}
+	ws := b.comps.WindowingStrategies[inPC.GetWindowingStrategyId()]
+	if !isDefaultTrigger(ws.GetTrigger()) {
+		return nil
+	}
+	if _, ok := b.comps.Coders[pl.GetAccumulatorCoderId()]; !ok {
+		return nil
+	}
+	key := kv.GetComponentCoderIds()[0]
+	kvAcc := b.addCoder(id+"/kv_acc", "beam:coder:kv:v1", key, pl.GetAccumulatorCoderId())
+	iter := b.addCoder(id+"/iter_acc", "beam:coder:iterable:v1", pl.GetAccumulatorCoderId())
+	kvIter := b.addCoder(id+"/kv_iter_acc", "beam:coder:kv:v1", key, iter)
+
+	pcoll := func(suffix, coder string) string {
+		pid := id + "/" + suffix
+		b.comps.Pcollections[pid] = &pipepb.PCollection{UniqueName: t.GetUniqueName() + "/" + suffix,
+			CoderId: coder, IsBounded: inPC.GetIsBounded(), WindowingStrategyId: inPC.GetWindowingStrategyId()}
+		return pid
+	}
+	pre := pcoll("precombined", kvAcc)
+	grouped := pcoll("grouped", kvIter)
+	merged := pcoll("merged", kvAcc)
+
+	step := func(suffix, urn, from, to string, payload []byte) string {
+		sid := id + "/" + suffix
+		b.comps.Transforms[sid] = &pipepb.PTransform{UniqueName: t.GetUniqueName() + "/" + suffix,
+			Spec:   &pipepb.FunctionSpec{Urn: urn, Payload: payload},
+			Inputs: map[string]string{"in": from}, Outputs: map[string]string{"out": to},
+			EnvironmentId: t.GetEnvironmentId()}
+		return sid
+	}
+	payload := t.GetSpec().GetPayload()
+	ids := []string{
+		step("Precombine", URNCombinePGBKCV, in, pre, payload),
+		step("GroupByKey", URNGBK, pre, grouped, nil),
+		step("MergeAccumulators", URNCombineMerge, grouped, merged, payload),
+		step("ExtractOutputs", URNCombineExtract, merged, out, payload),
+	}
+	b.comps.Transforms[ids[1]].EnvironmentId = ""
+	return ids
+}
