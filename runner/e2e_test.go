@@ -49,6 +49,16 @@ func TestMetricsReachPipelineResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The client logs job messages, and a LOOPBACK worker sends the client's
+	// logs to the runner: none of those may come back as job messages, or
+	// they feed on themselves.
+	jobs := inProcessServer().Jobs()
+	msgs, _, _ := jobs[len(jobs)-1].Updates(0)
+	for _, m := range msgs {
+		if strings.Contains(m.GetMessageText(), "runnerlib") {
+			t.Fatalf("job message echoes the client's own log: %.200s", m.GetMessageText())
+		}
+	}
 	q := res.Metrics().Query(func(r beam.MetricResult) bool { return r.Namespace() == "weir.test" })
 	if len(q.Counters()) != 1 || q.Counters()[0].Committed != 100 {
 		t.Errorf("counters %+v, want elements=100", q.Counters())

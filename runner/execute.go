@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 
 	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
@@ -35,7 +36,10 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		JobID: string(j.ID), JobName: j.Name, PipelineOptions: j.Options,
 		Artifacts: NewArtifactRetrieval(j), Dependencies: j.Artifacts,
 		OnLog: func(worker string, le *fnpb.LogEntry) {
-			j.Logf(importance(le.GetSeverity()), "%s: %s", le.GetLogLocation(), le.GetMessage())
+			if echoesJobMessages(le) {
+				return
+			}
+			j.Logf(importance(le.GetSeverity()), "%s: %s", le.GetLogLocation(), truncate(le.GetMessage(), maxLogMessage))
 		},
 	})
 	if err != nil {
@@ -56,6 +60,24 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		return err
 	}
 	return nil
+}
+
+// maxLogMessage bounds one worker log line kept as a job message.
+const maxLogMessage = 4 << 10
+
+// echoesJobMessages reports whether a worker log entry is the submitting
+// client printing this job's own messages. A LOOPBACK worker runs inside
+// the client and sends the client's logs to the runner too; turning those
+// back into job messages would feed them to the client again, without end.
+func echoesJobMessages(le *fnpb.LogEntry) bool {
+	return strings.Contains(le.GetLogLocation(), "runners/universal/runnerlib/")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + fmt.Sprintf("… (%d bytes cut)", len(s)-n)
 }
 
 func importance(s fnpb.LogEntry_Severity_Enum) jobpb.JobMessage_MessageImportance {

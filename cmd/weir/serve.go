@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"strconv"
@@ -26,6 +28,7 @@ func serve(args []string, stdout io.Writer) error {
 	stagingDir := fs.String("staging-dir", "", "directory for staged artifacts (default: a temporary directory)")
 	keep := fs.Bool("keep-artifacts", false, "keep each job's staged artifacts after it ends")
 	timeout := fs.Duration("shutdown-timeout", 30*time.Second, "how long to wait for running jobs on shutdown")
+	debugAddr := fs.String("debug-addr", "", "if set, serve Go's net/http/pprof profiles on this address (e.g. localhost:6060)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -34,6 +37,15 @@ func serve(args []string, stdout io.Writer) error {
 	}
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if *debugAddr != "" {
+		dl, err := net.Listen("tcp", *debugAddr)
+		if err != nil {
+			return fmt.Errorf("debug listener on %s: %w", *debugAddr, err)
+		}
+		defer dl.Close()
+		go func() { _ = http.Serve(dl, nil) }() // DefaultServeMux carries net/http/pprof
+		log.Info("weir: profiles served", "addr", dl.Addr().String())
+	}
 	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
