@@ -34,3 +34,8 @@ vr-prism:
 	$(VR) -runner prism -server '$(BIN)/prism --job_port={port} --serve_http=false' $(VRFLAGS)
 vr-smoke: build
 	$(VR) -runner weir -suite smoke -server '$(BIN)/weir serve --job-port={port}' -expect validatesrunner/expected.txt $(VRFLAGS)
+
+# Beam's Go load tests on weir and Prism side by side; writes docs/benchmarks.md.
+BENCHFLAGS ?=
+bench:
+	$(GO) run ./pipelines/loadbench -out docs/benchmarks.md $(BENCHFLAGS)
