@@ -9,24 +9,25 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 
+	"github.com/weir-runner/weir/state"
 	"github.com/weir-runner/weir/triggers"
 	"github.com/weir-runner/weir/wire"
 )
 
 // GroupByKey groups KV elements by key and window and emits each group when
-// the input watermark passes the end of its window. With merging windows
-// (sessions), a key's windows are merged as Beam's sessions merge before
-// they fire. Groups live in memory for now; the Pebble store replaces these
-// maps (issue 3).
+// the input watermark passes the end of its window. Values wait in the
+// store's shuffle buffer, not in Go memory. With merging windows (sessions),
+// a key's windows are merged as Beam's sessions merge before they fire;
+// those still wait in memory (a later step moves them to the store too).
 type GroupByKey struct {
 	Name       string
 	In         *wire.Codec
 	Key        wire.Measure
 	OutputTime pipepb.OutputTime_Enum
 	Merging    bool
+	Buf        *state.Shuffle
 	Out        *Output
 
-	groups   map[string]*group
 	sessions map[string][]*group // merging: key → its windows, merged lazily
 	windows  [][]byte            // scratch for decoding
 }
@@ -42,9 +43,6 @@ type group struct {
 
 // Process implements Operator.
 func (g *GroupByKey) Process(_ context.Context, _ int, elems [][]byte) error {
-	if g.groups == nil {
-		g.groups = map[string]*group{}
-	}
 	for _, e := range elems {
 		wv, _, err := g.In.Decode(e, g.windows)
 		if err != nil {
@@ -62,17 +60,13 @@ func (g *GroupByKey) Process(_ context.Context, _ int, elems [][]byte) error {
 				}
 				continue
 			}
-			id := string(w) + "\x00" + string(k)
-			gr, ok := g.groups[id]
-			if !ok {
-				gr = &group{window: w, key: k, end: wire.WindowMaxTimestamp(w),
-					minTS: wv.Timestamp, maxTS: wv.Timestamp}
-				g.groups[id] = gr
+			if err := g.Buf.Add(KeyGroup(k), wire.WindowMaxTimestamp(w), w, k, wv.Timestamp, v); err != nil {
+				return fmt.Errorf("group by key %s: %w", g.Name, err)
 			}
-			gr.values = append(gr.values, v)
-			gr.minTS = min(gr.minTS, wv.Timestamp)
-			gr.maxTS = max(gr.maxTS, wv.Timestamp)
 		}
+	}
+	if err := g.Buf.Flush(); err != nil {
+		return fmt.Errorf("group by key %s: %w", g.Name, err)
 	}
 	return nil
 }
@@ -131,54 +125,62 @@ func (g *GroupByKey) readySessions(wm mtime.Time) []*group {
 }
 
 // Watermark implements Operator: fire every group whose window has closed,
-// in window order, then pass the watermark on.
+// then pass the watermark on.
 func (g *GroupByKey) Watermark(ctx context.Context, _ int, wm mtime.Time) error {
-	var ready []*group
-	for id, gr := range g.groups {
-		if gr.end <= wm {
-			ready = append(ready, gr)
-			delete(g.groups, id)
-		}
-	}
-	ready = append(ready, g.readySessions(wm)...)
-	sort.Slice(ready, func(i, j int) bool { return ready[i].end < ready[j].end })
 	const batch = 256
-	out := make([][]byte, 0, min(len(ready), batch))
-	for _, gr := range ready {
-		out = append(out, g.encode(gr))
+	out := make([][]byte, 0, batch)
+	flush := func() error {
+		err := g.Out.Emit(ctx, 0, out)
+		out = make([][]byte, 0, batch)
+		return err
+	}
+	err := g.Buf.Fire(wm, func(gr *state.Group) error {
+		out = append(out, g.encode(gr.Window, gr.Key, gr.Values, gr.End, gr.MinTS, gr.MaxTS))
 		if len(out) == batch {
-			if err := g.Out.Emit(ctx, 0, out); err != nil {
+			return flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("group by key %s: %w", g.Name, err)
+	}
+	ready := g.readySessions(wm)
+	sort.Slice(ready, func(i, j int) bool { return ready[i].end < ready[j].end })
+	for _, gr := range ready {
+		out = append(out, g.encode(gr.window, gr.key, gr.values, gr.end, gr.minTS, gr.maxTS))
+		if len(out) == batch {
+			if err := flush(); err != nil {
 				return err
 			}
-			out = make([][]byte, 0, batch)
 		}
 	}
-	if err := g.Out.Emit(ctx, 0, out); err != nil {
+	if err := flush(); err != nil {
 		return err
 	}
 	return g.Out.Watermark(ctx, wm)
 }
 
-// encode writes KV<key, iterable<value>> in the group's window.
-func (g *GroupByKey) encode(gr *group) []byte {
-	ts := gr.end
+// encode writes KV<key, iterable<value>> in the group's window, stamped as
+// the timestamp combiner says.
+func (g *GroupByKey) encode(window, key []byte, values [][]byte, end, minTS, maxTS mtime.Time) []byte {
+	ts := end
 	switch g.OutputTime {
 	case pipepb.OutputTime_EARLIEST_IN_PANE:
-		ts = gr.minTS
+		ts = minTS
 	case pipepb.OutputTime_LATEST_IN_PANE:
-		ts = gr.maxTS
+		ts = maxTS
 	}
-	n := len(gr.key) + 4
-	for _, v := range gr.values {
+	n := len(key) + 4
+	for _, v := range values {
 		n += len(v)
 	}
 	val := make([]byte, 0, n)
-	val = append(val, gr.key...)
-	val = binary.BigEndian.AppendUint32(val, uint32(len(gr.values)))
-	for _, v := range gr.values {
+	val = append(val, key...)
+	val = binary.BigEndian.AppendUint32(val, uint32(len(values)))
+	for _, v := range values {
 		val = append(val, v...)
 	}
-	return wire.AppendWindowedValue(make([]byte, 0, n+32), ts, gr.window, []byte{wire.PaneOnTimeOnly}, val)
+	return wire.AppendWindowedValue(make([]byte, 0, n+32), ts, window, []byte{wire.PaneOnTimeOnly}, val)
 }
 
 // Barrier implements Operator. Snapshots are not stored yet.
@@ -186,9 +188,4 @@ func (g *GroupByKey) Barrier(context.Context, BarrierID) error { return nil }
 
 // Finish implements Operator: the watermark reached the end of time before
 // the inputs ended, so nothing is left to fire.
-func (g *GroupByKey) Finish(ctx context.Context) error {
-	if len(g.groups) > 0 || len(g.sessions) > 0 {
-		return g.Watermark(ctx, 0, mtime.MaxTimestamp)
-	}
-	return nil
-}
+func (g *GroupByKey) Finish(context.Context) error { return nil }

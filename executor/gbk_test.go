@@ -11,7 +11,9 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/weir-runner/weir/state"
 	"github.com/weir-runner/weir/wire"
 )
 
@@ -60,6 +62,11 @@ func runGBK(t *testing.T, in []kvIn, ot pipepb.OutputTime_Enum, merging bool) []
 	}
 	var mu sync.Mutex
 	var got [][]byte
+	store, err := state.Open(state.Options{Dir: "gbk", FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
 	g := &Graph{Nodes: []*Node{
 		{Name: "src", Parallelism: 1, Outputs: 1, NewSource: func(int, *Output) (Source, error) { return listSource(elems), nil }},
 		{Name: "gbk", Parallelism: 2, Outputs: 1,
@@ -71,9 +78,9 @@ func runGBK(t *testing.T, in []kvIn, ot pipepb.OutputTime_Enum, merging bool) []
 				k, _, err := wire.SplitKV(lpMeasure, wv.Value)
 				return k, err
 			}}},
-			New: func(_ int, out *Output) (Operator, error) {
+			New: func(sub int, out *Output) (Operator, error) {
 				return &GroupByKey{Name: "gbk", In: wire.NewCodec(win, kv), Key: lpMeasure,
-					OutputTime: ot, Merging: merging, Out: out}, nil
+					OutputTime: ot, Merging: merging, Buf: store.NewShuffle(fmt.Sprint("gbk/", sub)), Out: out}, nil
 			}},
 		{Name: "sink", Parallelism: 1, Inputs: []NodeInput{{From: 1}},
 			New: func(int, *Output) (Operator, error) { return collect{&mu, &got}, nil }},

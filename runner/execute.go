@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/weir-runner/weir/executor"
 	"github.com/weir-runner/weir/fnapi"
+	"github.com/weir-runner/weir/state"
 	"github.com/weir-runner/weir/translate"
 )
 
@@ -46,13 +48,18 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		return err
 	}
 	defer fn.Stop()
+	store, closeStore, err := openJobStore(j)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
 	workers := newWorkerSet(fn, plan.Components.GetEnvironments())
 	defer workers.stopAll()
 	p := e.Parallelism
 	if p <= 0 {
 		p = runtime.NumCPU()
 	}
-	g, err := buildGraph(plan, fn, workers, j, p)
+	g, err := buildGraph(plan, fn, workers, store, j, p)
 	if err != nil {
 		return err
 	}
@@ -80,6 +87,26 @@ func truncate(s string, n int) string {
 	return s[:n] + fmt.Sprintf("… (%d bytes cut)", len(s)-n)
 }
 
+// openJobStore opens the job's state store in a folder of its own, removed
+// with the store when the job ends.
+func openJobStore(j *Job) (*state.Store, func(), error) {
+	dir, err := os.MkdirTemp("", "weir-state-*")
+	if err != nil {
+		return nil, nil, fmt.Errorf("state folder: %w", err)
+	}
+	store, err := state.Open(state.Options{Dir: dir})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return store, func() {
+		if err := store.Close(); err != nil {
+			j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "%v", err)
+		}
+		os.RemoveAll(dir)
+	}, nil
+}
+
 func importance(s fnpb.LogEntry_Severity_Enum) jobpb.JobMessage_MessageImportance {
 	switch {
 	case s >= fnpb.LogEntry_Severity_ERROR:
@@ -95,7 +122,7 @@ func importance(s fnpb.LogEntry_Severity_Enum) jobpb.JobMessage_MessageImportanc
 }
 
 // buildGraph makes one executor node per stage.
-func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, j *Job, parallelism int) (*executor.Graph, error) {
+func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, store *state.Store, j *Job, parallelism int) (*executor.Graph, error) {
 	g := &executor.Graph{}
 	nodeOf := map[translate.StageID]int{}
 	metricsFn := func(infos []*pipepb.MonitoringInfo, committed bool) {
@@ -133,8 +160,9 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, j *J
 			n.New = func(_ int, out *executor.Output) (executor.Operator, error) { return &executor.Flatten{Out: out}, nil }
 		case translate.KindGBK:
 			in := plan.PColls[s.MainInput()]
-			n.New = func(_ int, out *executor.Output) (executor.Operator, error) {
-				return &executor.GroupByKey{Name: s.Name, In: in.Codec, Key: in.Key, OutputTime: s.OutputTime, Merging: s.Merging, Out: out}, nil
+			n.New = func(sub int, out *executor.Output) (executor.Operator, error) {
+				return &executor.GroupByKey{Name: s.Name, In: in.Codec, Key: in.Key, OutputTime: s.OutputTime,
+					Merging: s.Merging, Buf: store.NewShuffle(fmt.Sprintf("%s/%d", s.ID, sub)), Out: out}, nil
 			}
 		case translate.KindSDK:
 			spec, err := sdkSpec(plan, s, fn, workers, metricsFn)

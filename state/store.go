@@ -1,0 +1,91 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Options configure a Store.
+type Options struct {
+	// Dir is the store's folder. Required unless FS is an in-memory FS.
+	Dir string
+	// FS is the file system; default the operating system's. Tests pass
+	// vfs.NewMem() or an error-injecting FS.
+	FS vfs.FS
+	// CacheSize is the block cache in bytes; default 64 MiB.
+	CacheSize int64
+	// MemTableSize is the size of one memtable in bytes; default 32 MiB.
+	// At most MemTableStopWritesThreshold (4) of them are held.
+	MemTableSize uint64
+}
+
+// EnsureDefaults fills unset options.
+func (o *Options) EnsureDefaults() {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.CacheSize <= 0 {
+		o.CacheSize = 64 << 20
+	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = 32 << 20
+	}
+}
+
+// Validate reports options that cannot work.
+func (o *Options) Validate() error {
+	if o.Dir == "" {
+		return errors.New("state: Options.Dir is required")
+	}
+	if o.MemTableSize < 1<<20 {
+		return fmt.Errorf("state: MemTableSize %d is under 1 MiB", o.MemTableSize)
+	}
+	return nil
+}
+
+// Store is one Pebble database.
+type Store struct {
+	db *pebble.DB
+}
+
+// Open opens or creates the store.
+func Open(opts Options) (*Store, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	cache := pebble.NewCache(opts.CacheSize)
+	defer cache.Unref()
+	db, err := pebble.Open(opts.Dir, &pebble.Options{
+		FS:                          opts.FS,
+		Cache:                       cache,
+		MemTableSize:                opts.MemTableSize,
+		MemTableStopWritesThreshold: 4,
+		// State is rebuilt from the last checkpoint after a crash, so the
+		// write-ahead log buys nothing until checkpoints use it.
+		DisableWAL: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("state: open %s: %w", opts.Dir, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the store.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("state: close: %w", err)
+	}
+	return nil
+}
+
+// Kind says what a record holds.
+type Kind byte
+
+// Record kinds.
+const (
+	KindShuffle Kind = 1
+)
