@@ -48,15 +48,14 @@ type SDKStage struct {
 	Spec *SDKStageSpec
 	Out  *Output
 
-	pending   [][]byte
-	bytes     int
-	side      *sideState
-	sides     []*sideInput
-	mainWM    mtime.Time // input watermark of the main input
-	sentWM    mtime.Time // last watermark sent downstream
-	delay     time.Duration
-	worker    *fnapi.Worker
-	hasResume bool
+	pending [][]byte
+	bytes   int
+	side    *sideState
+	sides   []*sideInput
+	mainWM  mtime.Time // input watermark of the main input
+	sentWM  mtime.Time // last watermark sent downstream
+	delay   time.Duration
+	worker  *fnapi.Worker
 }
 
 // NewSDKStage returns one subtask's operator.

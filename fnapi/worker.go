@@ -24,11 +24,10 @@ type Worker struct {
 	sendMu  sync.Mutex // serialises Send on the control stream
 	control fnpb.BeamFnControl_ControlServer
 
-	dataMu  sync.Mutex // serialises Send on the data stream
-	data    fnpb.BeamFnData_DataServer
-	dataUp  chan struct{}
-	stateMu sync.Mutex
-	logs    logRing
+	dataMu sync.Mutex // serialises Send on the data stream
+	data   fnpb.BeamFnData_DataServer
+	dataUp chan struct{}
+	logs   logRing
 
 	mu struct {
 		sync.Mutex

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sort"
 
-	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
-
 	"github.com/weir-runner/weir/wire"
 )
 
@@ -253,5 +251,3 @@ func (p *Plan) elementCoder(pcoll string) string {
 	c := p.Components.Coders[p.PColls[pcoll].WireCoder]
 	return c.GetComponentCoderIds()[0]
 }
-
-var _ = pipepb.OutputTime_END_OF_WINDOW
