@@ -27,6 +27,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/weir-runner/weir/validatesrunner"
 )
 
 var (
@@ -110,17 +112,8 @@ func build(ctx context.Context, names []string) error {
 	return nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func runOnce(ctx context.Context, rn runner, test, opts string) (sample, error) {
-	port, err := freePort()
+	port, err := validatesrunner.FreePort()
 	if err != nil {
 		return sample{}, err
 	}
