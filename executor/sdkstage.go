@@ -180,15 +180,37 @@ func (s *SDKStage) flush(ctx context.Context) error {
 		return err
 	}
 	for i, sink := range s.Spec.Sinks {
-		elems, err := split(s.Spec.SinkCodecs[i], res.Outputs[sink])
-		if err != nil {
+		if err := s.emit(ctx, i, res.Outputs[sink]); err != nil {
 			return fmt.Errorf("stage %s: output %s: %w", s.Spec.Name, sink, err)
-		}
-		if err := s.Out.Emit(ctx, i, elems); err != nil {
-			return err
 		}
 	}
 	return s.residuals(res.Response)
+}
+
+// emitBatch bounds the elements sent downstream in one message, so a large
+// bundle's output flows on in pieces rather than as one huge batch.
+const emitBatch = 1024
+
+// emit cuts a sink's concatenated output into elements and sends them on
+// output port in batches of emitBatch.
+func (s *SDKStage) emit(ctx context.Context, port int, b []byte) error {
+	c := s.Spec.SinkCodecs[port]
+	batch := make([][]byte, 0, emitBatch)
+	for len(b) > 0 {
+		n, err := c.Measure(b)
+		if err != nil {
+			return err
+		}
+		batch = append(batch, b[:n:n])
+		b = b[n:]
+		if len(batch) == emitBatch {
+			if err := s.Out.Emit(ctx, port, batch); err != nil {
+				return err
+			}
+			batch = make([][]byte, 0, emitBatch)
+		}
+	}
+	return s.Out.Emit(ctx, port, batch)
 }
 
 func (s *SDKStage) residuals(resp *fnpb.ProcessBundleResponse) error {
@@ -270,18 +292,4 @@ func joinLines(ls []string) string {
 		out += "  " + l + "\n"
 	}
 	return out
-}
-
-// split cuts concatenated elements apart.
-func split(c *wire.Codec, b []byte) ([][]byte, error) {
-	var out [][]byte
-	for len(b) > 0 {
-		n, err := c.Measure(b)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b[:n:n])
-		b = b[n:]
-	}
-	return out, nil
 }

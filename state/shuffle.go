@@ -62,8 +62,15 @@ func (sh *Shuffle) Add(kg int, end mtime.Time, window, key []byte, ts mtime.Time
 	if err := sh.batch.Set(k, v, nil); err != nil {
 		return fmt.Errorf("state: buffer value: %w", err)
 	}
+	if sh.batch.Len() >= maxBatch {
+		return sh.Flush()
+	}
 	return nil
 }
+
+// maxBatch bounds the bytes a shuffle buffer holds in a batch before it
+// commits them to the store.
+const maxBatch = 4 << 20
 
 // Flush makes buffered writes visible.
 func (sh *Shuffle) Flush() error {
