@@ -42,6 +42,7 @@ func Build(p *pipepb.Pipeline, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	leaves = b.expandSDFs(leaves)
+	b.setProducers(leaves)
 	for _, id := range leaves {
 		errs = append(errs, b.validate(id)...)
 	}

@@ -93,18 +93,19 @@ func (b *builder) addSideInputs(s *Stage, id string) {
 }
 
 func (b *builder) stageOfProducer(pcoll string) *Stage {
-	if b.producer == nil {
-		b.producer = map[string]string{}
-		for tid, t := range b.comps.Transforms {
-			if len(t.GetSubtransforms()) > 0 && t.GetSpec().GetUrn() != URNReshuffle {
-				continue
-			}
-			for _, out := range t.GetOutputs() {
-				b.producer[out] = tid
-			}
+	return b.stageOf[b.producer[pcoll]]
+}
+
+// setProducers records which leaf writes each PCollection. Only leaves
+// count: a lifted combine's original subtransforms stay in the components
+// and write the same PCollection as its extract step.
+func (b *builder) setProducers(leaves []string) {
+	b.producer = map[string]string{}
+	for _, id := range leaves {
+		for _, out := range b.comps.Transforms[id].GetOutputs() {
+			b.producer[out] = id
 		}
 	}
-	return b.stageOf[b.producer[pcoll]]
 }
 
 func (b *builder) newStage(id string, k Kind) *Stage {
