@@ -194,15 +194,15 @@ func outputIndex(plan *translate.Plan, pc *translate.PColl) int {
 
 func keyFunc(pc *translate.PColl) executor.KeyFunc {
 	return func(e []byte) ([]byte, error) {
-		wv, _, err := pc.Codec.Decode(e, nil)
+		v, err := pc.Codec.ValueOf(e)
 		if err != nil {
 			return nil, err
 		}
-		n, err := pc.Key(wv.Value)
+		n, err := pc.Key(v)
 		if err != nil {
 			return nil, err
 		}
-		return wv.Value[:n], nil
+		return v[:n], nil
 	}
 }
 

@@ -179,3 +179,17 @@ func AppendIntervalWindow(dst []byte, start, end mtime.Time) []byte {
 	dst = AppendTime(dst, end)
 	return binary.AppendUvarint(dst, uint64(end-start))
 }
+
+// ValueOf returns the value of the element at the start of b, skipping its
+// header without decoding it; it does not allocate.
+func (c *Codec) ValueOf(b []byte) ([]byte, error) {
+	h, err := measureHeader(b, c.Window)
+	if err != nil {
+		return nil, err
+	}
+	n, err := c.Value(b[h:])
+	if err != nil {
+		return nil, err
+	}
+	return b[h : h+n], nil
+}

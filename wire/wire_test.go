@@ -113,6 +113,9 @@ func TestDecodeMatchesSDK(t *testing.T) {
 		if WindowMaxTimestamp(wv.Windows[0]) != 1999 {
 			t.Errorf("window max timestamp %v, want 1999", WindowMaxTimestamp(wv.Windows[0]))
 		}
+		if got, err := codec.ValueOf(enc); err != nil || !bytes.Equal(got, value) {
+			t.Errorf("ValueOf = % x, %v; want % x", got, err, value)
+		}
 		k, v, err := SplitKV(key, wv.Value)
 		if err != nil || string(k) != "\x02hi" || !bytes.Equal(v, []byte{0x2a}) {
 			t.Errorf("SplitKV = %q, %q, %v", k, v, err)
