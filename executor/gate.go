@@ -11,6 +11,7 @@ import (
 type channelState struct {
 	port    int
 	wm      mtime.Time
+	pt      mtime.Time // synthetic processing time
 	ended   bool
 	blocked bool      // delivered the pending barrier; later messages wait
 	queue   []Message // messages held back while blocked
@@ -24,8 +25,9 @@ type gate struct {
 	ack      func(BarrierID)
 	channels []channelState
 	portWM   []mtime.Time
-	pending  BarrierID // barrier being aligned; 0 when none
-	live     int       // channels not ended
+	procTime mtime.Time // minimum synthetic processing time delivered
+	pending  BarrierID  // barrier being aligned; 0 when none
+	live     int        // channels not ended
 	finished bool
 }
 
@@ -33,7 +35,7 @@ func newGate(op Operator, out *Output, ack func(BarrierID), ports []int) *gate {
 	g := &gate{op: op, out: out, ack: ack}
 	nports := 0
 	for _, p := range ports {
-		g.channels = append(g.channels, channelState{port: p, wm: mtime.MinTimestamp})
+		g.channels = append(g.channels, channelState{port: p, wm: mtime.MinTimestamp, pt: mtime.MinTimestamp})
 		nports = max(nports, p+1)
 	}
 	g.portWM = make([]mtime.Time, nports)
@@ -41,6 +43,7 @@ func newGate(op Operator, out *Output, ack func(BarrierID), ports []int) *gate {
 		g.portWM[i] = mtime.MinTimestamp
 	}
 	g.live = len(g.channels)
+	g.procTime = mtime.MinTimestamp
 	return g
 }
 
@@ -66,6 +69,12 @@ func (g *gate) deliver(ctx context.Context, ch int, m Message) error {
 		if m.Watermark > c.wm {
 			c.wm = m.Watermark
 			return g.advance(ctx, c.port)
+		}
+		return nil
+	case KindProcessingTime:
+		if m.Watermark > c.pt {
+			c.pt = m.Watermark
+			return g.advanceProcTime(ctx)
 		}
 		return nil
 	case KindBarrier:
@@ -104,6 +113,25 @@ func (g *gate) advance(ctx context.Context, port int) error {
 	}
 	g.portWM[port] = wm
 	return g.op.Watermark(ctx, port, wm)
+}
+
+// advanceProcTime delivers the minimum synthetic processing time over the
+// channels that have not ended, once it moves.
+func (g *gate) advanceProcTime(ctx context.Context) error {
+	pt := mtime.MaxTimestamp
+	for i := range g.channels {
+		if !g.channels[i].ended && g.channels[i].pt < pt {
+			pt = g.channels[i].pt
+		}
+	}
+	if pt <= g.procTime {
+		return nil
+	}
+	g.procTime = pt
+	if p, ok := g.op.(ProcessingTimer); ok {
+		return p.ProcessingTime(ctx, pt)
+	}
+	return g.out.ProcessingTime(ctx, pt)
 }
 
 func (g *gate) barrier(ctx context.Context, ch int, id BarrierID) error {

@@ -11,6 +11,10 @@ const (
 	KindWatermark
 	KindBarrier
 	KindEnd
+	// KindProcessingTime carries a synthetic processing time in Watermark.
+	// Only jobs whose clock is driven by a TestStream send it; elsewhere
+	// operators read the wall clock.
+	KindProcessingTime
 )
 
 // BarrierID numbers checkpoints; it only grows within a job.

@@ -21,6 +21,16 @@ type Operator interface {
 	Finish(ctx context.Context) error
 }
 
+// ProcessingTimer is implemented by operators that act on processing time
+// (processing-time timers and triggers) when the job's processing time is
+// synthetic. The gate calls it when the minimum processing time over all
+// input channels advances; operators that do not implement it pass the
+// processing time on unchanged. Implementations forward it themselves
+// (Output.ProcessingTime) once they have acted on it.
+type ProcessingTimer interface {
+	ProcessingTime(ctx context.Context, t mtime.Time) error
+}
+
 // Source is an operator without inputs: it produces until done, and
 // injects barriers it is sent between its outputs.
 type Source interface {

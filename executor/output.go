@@ -112,6 +112,11 @@ func (o *Output) Watermark(ctx context.Context, wm mtime.Time) error {
 	return o.broadcast(ctx, Message{Kind: KindWatermark, Watermark: wm})
 }
 
+// ProcessingTime sends a synthetic processing time on every channel.
+func (o *Output) ProcessingTime(ctx context.Context, t mtime.Time) error {
+	return o.broadcast(ctx, Message{Kind: KindProcessingTime, Watermark: t})
+}
+
 func (o *Output) barrier(ctx context.Context, id BarrierID) error {
 	return o.broadcast(ctx, Message{Kind: KindBarrier, Barrier: id})
 }
