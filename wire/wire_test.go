@@ -135,3 +135,32 @@ func TestGlobalWindowMaxTimestamp(t *testing.T) {
 		t.Errorf("global window max timestamp %v", got)
 	}
 }
+
+func TestTimerRoundTrip(t *testing.T) {
+	c := &TimerCodec{Key: measureLengthPrefixed, Window: measureIntervalWindow}
+	win := AppendIntervalWindow(nil, 0, 10)
+	windows := append([]byte{0, 0, 0, 1}, win...)
+	set := AppendTimer(nil, []byte{2, 'k', '1'}, []byte("tag"), windows, 7, 5, []byte{0x0f})
+	cleared := append([]byte{1, 'z', 0}, windows...)
+	cleared = append(cleared, 1)
+	stream := append(append([]byte(nil), set...), cleared...)
+
+	tm, n, err := c.Decode(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(set) || string(tm.Key) != "\x02k1" || string(tm.Tag) != "tag" || tm.Clear ||
+		tm.Fire != 7 || tm.Hold != 5 || string(tm.Window) != string(win) || len(tm.Pane) != 1 {
+		t.Fatalf("decoded %+v (n=%d)", tm, n)
+	}
+	tm, n, err = c.Decode(stream[n:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tm.Clear || string(tm.Key) != "\x01z" || len(tm.Tag) != 0 || n != len(cleared) {
+		t.Fatalf("cleared timer decoded %+v (n=%d)", tm, n)
+	}
+	if _, _, err := c.Decode(set[:len(set)-3]); err == nil {
+		t.Fatal("a cut-off timer decoded without error")
+	}
+}

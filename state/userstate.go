@@ -1,0 +1,378 @@
+package state
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Record kinds of user state.
+const (
+	KindUserState Kind = 2 // ns|kind|kg|window|key|transform|state|type|...
+	KindUserGC    Kind = 3 // ns|kind|expiry|window|key: where state lives, by expiry
+)
+
+// Types of user state cell, the byte after the state id.
+const (
+	cellBag      = 'b' // ...|seq → appended bytes
+	cellMultimap = 'm' // ...|lp(mapKey)|seq → appended bytes
+	cellOrdered  = 'o' // ...|sortKey|seq → one entry's value
+)
+
+// UserState holds the user state (bags, multimaps, ordered lists) of one
+// stateful stage subtask, scoped by key and window. Reads and writes go
+// through a Txn, one per bundle, so a failed bundle leaves no trace and a
+// retried one sees the state as it was.
+type UserState struct {
+	db  *pebble.DB
+	ns  []byte
+	seq uint64
+}
+
+// NewUserState returns the user state of namespace ns (the stage and
+// subtask).
+func (s *Store) NewUserState(ns string) *UserState {
+	return &UserState{db: s.db, ns: append(binary.AppendUvarint(nil, uint64(len(ns))), ns...)}
+}
+
+// Cell names one piece of user state.
+type Cell struct {
+	KeyGroup  int
+	Window    []byte // encoded window
+	Key       []byte // encoded user key
+	Transform string
+	StateID   string
+}
+
+// Txn is one bundle's view of user state: it reads its own writes, and
+// Commit applies them at once.
+type Txn struct {
+	u     *UserState
+	batch *pebble.Batch
+	gc    map[string]struct{} // window|key pairs already indexed in this txn
+	buf   []byte
+}
+
+// Begin starts a transaction.
+func (u *UserState) Begin() *Txn {
+	return &Txn{u: u, batch: u.db.NewIndexedBatch(), gc: map[string]struct{}{}}
+}
+
+// Commit applies the transaction's writes.
+func (t *Txn) Commit() error {
+	if t.batch == nil {
+		return errors.New("state: transaction already ended")
+	}
+	defer t.Abort()
+	if t.batch.Empty() {
+		return nil
+	}
+	if err := t.batch.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("state: commit user state: %w", err)
+	}
+	return nil
+}
+
+// Abort discards the transaction's writes.
+func (t *Txn) Abort() {
+	if t.batch != nil {
+		t.batch.Close()
+		t.batch = nil
+	}
+}
+
+func appendLP(b, s []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// scope returns the key prefix shared by every cell of (window, key).
+func (u *UserState) scope(b []byte, kg int, window, key []byte) []byte {
+	b = append(b, u.ns...)
+	b = append(b, byte(KindUserState))
+	b = binary.BigEndian.AppendUint16(b, uint16(kg))
+	b = appendLP(b, window)
+	return appendLP(b, key)
+}
+
+func (t *Txn) cellPrefix(c Cell, typ byte) []byte {
+	b := t.u.scope(t.buf[:0], c.KeyGroup, c.Window, c.Key)
+	b = appendLP(b, []byte(c.Transform))
+	b = appendLP(b, []byte(c.StateID))
+	b = append(b, typ)
+	t.buf = b[:0]
+	return bytes.Clone(b)
+}
+
+// prefixEnd returns the least key greater than every key with prefix p.
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+func (t *Txn) nextSeq(b []byte) []byte {
+	t.u.seq++
+	return binary.BigEndian.AppendUint64(b, t.u.seq)
+}
+
+// index records that (window, key) holds state, under its expiry, so
+// Collect finds it once the watermark passes.
+func (t *Txn) index(c Cell, expiry mtime.Time) error {
+	id := string(c.Window) + "\x00" + string(c.Key)
+	if _, ok := t.gc[id]; ok {
+		return nil
+	}
+	t.gc[id] = struct{}{}
+	b := append([]byte(nil), t.u.ns...)
+	b = append(b, byte(KindUserGC))
+	b = appendTime(b, expiry)
+	b = appendLP(b, c.Window)
+	b = appendLP(b, c.Key)
+	b = binary.BigEndian.AppendUint16(b, uint16(c.KeyGroup))
+	return t.batch.Set(b, nil, nil)
+}
+
+func (t *Txn) check() error {
+	if t.batch == nil {
+		return errors.New("state: transaction already ended")
+	}
+	return nil
+}
+
+// scan calls fn for each record in [lo, hi), seeing this txn's writes.
+func (t *Txn) scan(lo, hi []byte, fn func(k, v []byte) error) error {
+	it, err := t.batch.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("state: read user state: %w", err)
+	}
+	for valid := it.First(); valid; valid = it.Next() {
+		if err := fn(it.Key(), it.Value()); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("state: read user state: %w", err)
+	}
+	return nil
+}
+
+// BagRead returns a bag's appended bytes, in append order, concatenated.
+func (t *Txn) BagRead(c Cell) ([]byte, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	p := t.cellPrefix(c, cellBag)
+	var out []byte
+	err := t.scan(p, prefixEnd(p), func(_, v []byte) error {
+		out = append(out, v...)
+		return nil
+	})
+	return out, err
+}
+
+// BagAppend appends encoded values to a bag without reading it.
+func (t *Txn) BagAppend(c Cell, expiry mtime.Time, data []byte) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	if len(data) == 0 {
+		return nil
+	}
+	if err := t.index(c, expiry); err != nil {
+		return err
+	}
+	return t.batch.Set(t.nextSeq(t.cellPrefix(c, cellBag)), data, nil)
+}
+
+// BagClear empties a bag.
+func (t *Txn) BagClear(c Cell) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	p := t.cellPrefix(c, cellBag)
+	return t.batch.DeleteRange(p, prefixEnd(p), nil)
+}
+
+func (t *Txn) mapPrefix(c Cell, mapKey []byte) []byte {
+	return appendLP(t.cellPrefix(c, cellMultimap), mapKey)
+}
+
+// MultimapRead returns the values appended under one map key, concatenated.
+func (t *Txn) MultimapRead(c Cell, mapKey []byte) ([]byte, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	p := t.mapPrefix(c, mapKey)
+	var out []byte
+	err := t.scan(p, prefixEnd(p), func(_, v []byte) error {
+		out = append(out, v...)
+		return nil
+	})
+	return out, err
+}
+
+// MultimapAppend appends encoded values under a map key.
+func (t *Txn) MultimapAppend(c Cell, expiry mtime.Time, mapKey, data []byte) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	if err := t.index(c, expiry); err != nil {
+		return err
+	}
+	// An empty append still creates the map key: set state adds keys with
+	// no values.
+	return t.batch.Set(t.nextSeq(t.mapPrefix(c, mapKey)), data, nil)
+}
+
+// MultimapClearKey removes a map key and its values.
+func (t *Txn) MultimapClearKey(c Cell, mapKey []byte) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	p := t.mapPrefix(c, mapKey)
+	return t.batch.DeleteRange(p, prefixEnd(p), nil)
+}
+
+// MultimapKeys returns every map key present, each as it was given,
+// concatenated in key order.
+func (t *Txn) MultimapKeys(c Cell) ([]byte, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	p := t.cellPrefix(c, cellMultimap)
+	var out, last []byte
+	first := true
+	err := t.scan(p, prefixEnd(p), func(k, _ []byte) error {
+		n, w := binary.Uvarint(k[len(p):])
+		if w <= 0 || len(k) < len(p)+w+int(n) {
+			return fmt.Errorf("state: corrupt multimap record under %q", c.StateID)
+		}
+		mk := k[len(p)+w : len(p)+w+int(n)]
+		if first || !bytes.Equal(mk, last) {
+			out = append(out, mk...)
+			last = append(last[:0], mk...)
+			first = false
+		}
+		return nil
+	})
+	return out, err
+}
+
+// MultimapClear removes every map key.
+func (t *Txn) MultimapClear(c Cell) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	p := t.cellPrefix(c, cellMultimap)
+	return t.batch.DeleteRange(p, prefixEnd(p), nil)
+}
+
+const signBit = 1 << 63
+
+func appendSortKey(b []byte, k int64) []byte {
+	return binary.BigEndian.AppendUint64(b, uint64(k)^signBit) // offset binary: orders like int64
+}
+
+// OrderedAppend adds one entry with sort key k.
+func (t *Txn) OrderedAppend(c Cell, expiry mtime.Time, k int64, value []byte) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	if err := t.index(c, expiry); err != nil {
+		return err
+	}
+	return t.batch.Set(t.nextSeq(appendSortKey(t.cellPrefix(c, cellOrdered), k)), value, nil)
+}
+
+// OrderedRead calls fn with each entry whose sort key is in [lo, hi), in
+// sort-key order, entries of equal keys in append order.
+func (t *Txn) OrderedRead(c Cell, lo, hi int64, fn func(k int64, value []byte) error) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	if lo >= hi {
+		return nil
+	}
+	p := t.cellPrefix(c, cellOrdered)
+	return t.scan(appendSortKey(bytes.Clone(p), lo), appendSortKey(bytes.Clone(p), hi), func(k, v []byte) error {
+		if len(k) < len(p)+16 {
+			return fmt.Errorf("state: corrupt ordered list record under %q", c.StateID)
+		}
+		sk := int64(binary.BigEndian.Uint64(k[len(p):]) ^ signBit)
+		return fn(sk, v)
+	})
+}
+
+// OrderedClear removes the entries whose sort key is in [lo, hi).
+func (t *Txn) OrderedClear(c Cell, lo, hi int64) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	if lo >= hi {
+		return nil
+	}
+	p := t.cellPrefix(c, cellOrdered)
+	return t.batch.DeleteRange(appendSortKey(bytes.Clone(p), lo), appendSortKey(bytes.Clone(p), hi), nil)
+}
+
+// Collect deletes all state of every (window, key) whose expiry is before
+// wm, and returns how many it deleted.
+func (u *UserState) Collect(wm mtime.Time) (int, error) {
+	lo := append(append([]byte(nil), u.ns...), byte(KindUserGC))
+	hi := appendTime(bytes.Clone(lo), wm)
+	it, err := u.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return 0, fmt.Errorf("state: collect user state: %w", err)
+	}
+	b := u.db.NewBatch()
+	defer b.Close()
+	n := 0
+	for valid := it.First(); valid; valid = it.Next() {
+		k := it.Key()[len(lo)+8:]
+		win, rest, ok := cutLP(k)
+		key, rest2, ok2 := cutLP(rest)
+		if !ok || !ok2 || len(rest2) != 2 {
+			it.Close()
+			return n, fmt.Errorf("state: corrupt user state index record")
+		}
+		kg := int(binary.BigEndian.Uint16(rest2))
+		p := u.scope(nil, kg, win, key)
+		if err := b.DeleteRange(p, prefixEnd(p), nil); err != nil {
+			it.Close()
+			return n, err
+		}
+		n++
+	}
+	if err := it.Close(); err != nil {
+		return n, fmt.Errorf("state: collect user state: %w", err)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := b.DeleteRange(lo, hi, nil); err != nil {
+		return n, err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return n, fmt.Errorf("state: collect user state: %w", err)
+	}
+	return n, nil
+}
+
+func cutLP(b []byte) (v, rest []byte, ok bool) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || uint64(len(b)-w) < n {
+		return nil, nil, false
+	}
+	return b[w : w+int(n)], b[w+int(n):], true
+}

@@ -1,0 +1,188 @@
+package state
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+func openMem(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(Options{Dir: "mem", FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func cell(key, win string) Cell {
+	return Cell{KeyGroup: 3, Window: []byte(win), Key: []byte(key), Transform: "t", StateID: "s"}
+}
+
+func TestBagReadYourWritesAndCommit(t *testing.T) {
+	u := openMem(t).NewUserState("stage/0")
+	tx := u.Begin()
+	c := cell("k", "")
+	if err := tx.BagAppend(c, 100, []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.BagAppend(c, 100, []byte("bc")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := tx.BagRead(c); string(got) != "abc" {
+		t.Fatalf("in txn: got %q, want abc", got)
+	}
+	// Another key and another window are separate cells.
+	if got, _ := tx.BagRead(cell("k", "w")); len(got) != 0 {
+		t.Fatalf("other window: got %q", got)
+	}
+	if got, _ := tx.BagRead(cell("kk", "")); len(got) != 0 {
+		t.Fatalf("other key: got %q", got)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	tx = u.Begin()
+	defer tx.Abort()
+	if got, _ := tx.BagRead(c); string(got) != "abc" {
+		t.Fatalf("after commit: got %q", got)
+	}
+}
+
+func TestAbortLeavesNoTrace(t *testing.T) {
+	u := openMem(t).NewUserState("stage/0")
+	c := cell("k", "")
+	tx := u.Begin()
+	tx.BagAppend(c, 100, []byte("kept"))
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	tx = u.Begin()
+	tx.BagClear(c)
+	tx.BagAppend(c, 100, []byte("lost"))
+	tx.Abort() // a failed bundle
+	tx = u.Begin()
+	defer tx.Abort()
+	if got, _ := tx.BagRead(c); string(got) != "kept" {
+		t.Fatalf("got %q, want kept", got)
+	}
+	if err := tx.BagAppend(c, 1, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	tx.Abort()
+	if err := tx.BagAppend(c, 1, []byte("x")); err == nil {
+		t.Fatal("append after Abort succeeded")
+	}
+}
+
+func TestBagClearThenAppend(t *testing.T) {
+	u := openMem(t).NewUserState("s")
+	c := cell("k", "")
+	tx := u.Begin()
+	defer tx.Abort()
+	tx.BagAppend(c, 100, []byte("old"))
+	tx.BagClear(c)
+	tx.BagAppend(c, 100, []byte("new"))
+	if got, _ := tx.BagRead(c); string(got) != "new" {
+		t.Fatalf("got %q, want new", got)
+	}
+}
+
+func TestMultimap(t *testing.T) {
+	u := openMem(t).NewUserState("s")
+	c := cell("k", "")
+	tx := u.Begin()
+	defer tx.Abort()
+	for _, kv := range [][2]string{{"b", "1"}, {"a", "2"}, {"b", "3"}, {"c", ""}} {
+		if err := tx.MultimapAppend(c, 100, []byte(kv[0]), []byte(kv[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := tx.MultimapKeys(c); string(got) != "abc" {
+		t.Fatalf("keys %q, want abc", got)
+	}
+	if got, _ := tx.MultimapRead(c, []byte("b")); string(got) != "13" {
+		t.Fatalf("b: %q, want 13", got)
+	}
+	tx.MultimapClearKey(c, []byte("b"))
+	if got, _ := tx.MultimapKeys(c); string(got) != "ac" {
+		t.Fatalf("keys after clearing b: %q, want ac", got)
+	}
+	tx.MultimapClear(c)
+	if got, _ := tx.MultimapKeys(c); len(got) != 0 {
+		t.Fatalf("keys after clear: %q", got)
+	}
+}
+
+func TestOrderedList(t *testing.T) {
+	u := openMem(t).NewUserState("s")
+	c := cell("k", "")
+	tx := u.Begin()
+	defer tx.Abort()
+	for _, e := range []struct {
+		k int64
+		v string
+	}{{5, "e"}, {-3, "a"}, {5, "f"}, {0, "c"}, {1 << 40, "z"}} {
+		if err := tx.OrderedAppend(c, 100, e.k, []byte(e.v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(lo, hi int64) string {
+		var b bytes.Buffer
+		if err := tx.OrderedRead(c, lo, hi, func(_ int64, v []byte) error { b.Write(v); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	tests := []struct {
+		lo, hi int64
+		want   string
+	}{
+		{-1 << 62, 1 << 62, "acefz"},
+		{0, 5, "c"},
+		{0, 6, "cef"},
+		{-3, -2, "a"},
+		{6, 6, ""},
+	}
+	for _, tt := range tests {
+		if got := read(tt.lo, tt.hi); got != tt.want {
+			t.Errorf("[%d,%d): got %q, want %q", tt.lo, tt.hi, got, tt.want)
+		}
+	}
+	tx.OrderedClear(c, 0, 6)
+	if got := read(-1<<62, 1<<62); got != "az" {
+		t.Errorf("after clearing [0,6): %q, want az", got)
+	}
+}
+
+func TestCollectDeletesExpiredWindowsOnly(t *testing.T) {
+	u := openMem(t).NewUserState("s")
+	early, late := cell("k", "w1"), cell("k", "w2")
+	tx := u.Begin()
+	tx.BagAppend(early, 10, []byte("x"))
+	tx.MultimapAppend(early, 10, []byte("m"), []byte("y"))
+	tx.BagAppend(late, 20, []byte("z"))
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := u.Collect(10); err != nil || n != 0 {
+		t.Fatalf("Collect(10) = %d, %v; want 0 (expiry 10 is not before 10)", n, err)
+	}
+	if n, err := u.Collect(mtime.Time(11)); err != nil || n != 1 {
+		t.Fatalf("Collect(11) = %d, %v; want 1", n, err)
+	}
+	tx = u.Begin()
+	defer tx.Abort()
+	if got, _ := tx.BagRead(early); len(got) != 0 {
+		t.Errorf("expired bag still holds %q", got)
+	}
+	if got, _ := tx.MultimapKeys(early); len(got) != 0 {
+		t.Errorf("expired multimap still holds %q", got)
+	}
+	if got, _ := tx.BagRead(late); string(got) != "z" {
+		t.Errorf("live bag holds %q, want z", got)
+	}
+}
