@@ -11,6 +11,8 @@ import (
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 
 	"github.com/weir-runner/weir/fnapi"
+	"github.com/weir-runner/weir/state"
+	"github.com/weir-runner/weir/timers"
 	"github.com/weir-runner/weir/wire"
 )
 
@@ -35,6 +37,9 @@ type SDKStageSpec struct {
 	// SDF stages re-queue their residuals as main input.
 	SDF      bool
 	Finalize bool
+	// Stateful is set for stages whose first transform uses user state or
+	// timers; their main input arrives partitioned by key.
+	Stateful *StatefulSpec
 
 	Workers    Workers
 	Metrics    func(infos []*pipepb.MonitoringInfo, committed bool)
@@ -56,6 +61,14 @@ type SDKStage struct {
 	sentWM  mtime.Time // last watermark sent downstream
 	delay   time.Duration
 	worker  *fnapi.Worker
+	state   *stageState
+
+	// User holds the subtask's user state; set for stateful stages.
+	User      *state.UserState
+	ustate    *userState
+	timers    *timers.Set
+	synthetic bool       // processing time comes from a TestStream
+	procTime  mtime.Time // the synthetic processing time
 }
 
 // NewSDKStage returns one subtask's operator.
@@ -66,6 +79,16 @@ func NewSDKStage(spec *SDKStageSpec, out *Output) *SDKStage {
 		in := newSideInput(si)
 		s.sides = append(s.sides, in)
 		s.side.by[[2]string{si.TransformID, si.LocalName}] = in
+	}
+	s.state = &stageState{side: s.side}
+	if st := spec.Stateful; st != nil {
+		s.timers = timers.New()
+		s.ustate = &userState{stage: spec.Name, transform: st.Transform, ids: map[string]bool{},
+			ordered: st.OrderedLists, lateness: st.AllowedLateness}
+		for _, id := range st.StateIDs {
+			s.ustate.ids[id] = true
+		}
+		s.state.user = s.ustate
 	}
 	return s
 }
@@ -124,17 +147,31 @@ func (s *SDKStage) Watermark(ctx context.Context, port int, wm mtime.Time) error
 	if err := s.flush(ctx); err != nil {
 		return err
 	}
+	if err := s.fireDue(ctx, timers.EventTime, s.mainWM); err != nil {
+		return err
+	}
+	if err := s.collect(s.mainWM); err != nil {
+		return err
+	}
 	return s.forwardWatermark(ctx)
 }
 
 // forwardWatermark passes the input watermark on once no element before it
-// is waiting: pending residuals hold it back.
+// is waiting: pending residuals hold it back, and so do the output
+// timestamps of live timers.
 func (s *SDKStage) forwardWatermark(ctx context.Context) error {
-	if len(s.pending) > 0 || s.mainWM <= s.sentWM {
+	if len(s.pending) > 0 {
 		return nil
 	}
-	s.sentWM = s.mainWM
-	return s.Out.Watermark(ctx, s.mainWM)
+	wm := s.mainWM
+	if s.timers != nil {
+		wm = min(wm, s.timers.Hold())
+	}
+	if wm <= s.sentWM {
+		return nil
+	}
+	s.sentWM = wm
+	return s.Out.Watermark(ctx, wm)
 }
 
 // Barrier implements Operator: close the bundle so the snapshot sees no
@@ -165,6 +202,12 @@ func (s *SDKStage) Finish(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := s.fireAll(ctx); err != nil {
+		return err
+	}
+	if err := s.collect(mtime.MaxTimestamp); err != nil {
+		return err
+	}
 	return s.forwardWatermark(ctx)
 }
 
@@ -175,9 +218,20 @@ func (s *SDKStage) flush(ctx context.Context) error {
 	}
 	in := s.pending
 	s.pending, s.bytes, s.delay = nil, 0, 0
-	res, err := s.run(ctx, in)
+	return s.runBundle(ctx, in, nil)
+}
+
+// runBundle runs elements and fired timers as one bundle and passes its
+// outputs, residuals and timers on.
+func (s *SDKStage) runBundle(ctx context.Context, in [][]byte, fired []timers.Timer) error {
+	res, err := s.run(ctx, in, fired)
 	if err != nil {
 		return err
+	}
+	if s.timers != nil {
+		if err := s.applyTimers(res); err != nil {
+			return err
+		}
 	}
 	for i, sink := range s.Spec.Sinks {
 		if err := s.emit(ctx, i, res.Outputs[sink]); err != nil {
@@ -237,7 +291,7 @@ func (s *SDKStage) residuals(resp *fnpb.ProcessBundleResponse) error {
 // run runs one bundle, replacing a lost worker and retrying a bounded
 // number of times. A failure reported by the SDK is not retried: user code
 // fails the same way again.
-func (s *SDKStage) run(ctx context.Context, in [][]byte) (*fnapi.BundleResult, error) {
+func (s *SDKStage) run(ctx context.Context, in [][]byte, fired []timers.Timer) (*fnapi.BundleResult, error) {
 	retries := s.Spec.MaxRetries
 	if retries <= 0 {
 		retries = 3
@@ -250,12 +304,21 @@ func (s *SDKStage) run(ctx context.Context, in [][]byte) (*fnapi.BundleResult, e
 			}
 			s.worker = w
 		}
+		if s.User != nil {
+			s.ustate.begin(s.User)
+		}
 		res, err := s.worker.Process(ctx, fnapi.BundleRequest{
 			DescriptorID: s.Spec.DescriptorID,
 			Inputs:       []fnapi.Input{{TransformID: s.Spec.Source, Elements: in}},
 			Outputs:      s.Spec.Sinks,
-			State:        s.side,
+			Timers:       s.timerInputs(fired),
+			State:        s.state,
 		})
+		if s.User != nil {
+			if cerr := s.ustate.end(err == nil); cerr != nil {
+				return nil, fmt.Errorf("stage %s: %w", s.Spec.Name, cerr)
+			}
+		}
 		if err == nil {
 			if s.Spec.Metrics != nil {
 				s.Spec.Metrics(res.Response.GetMonitoringInfos(), true)

@@ -21,6 +21,19 @@ type Input struct {
 	Elements [][]byte
 }
 
+// TimerFamily names the timer family of a transform.
+type TimerFamily struct {
+	TransformID string
+	FamilyID    string
+}
+
+// TimerInput is the timers of one family fired in a bundle, encoded and
+// concatenated (possibly none).
+type TimerInput struct {
+	TimerFamily
+	Timers []byte
+}
+
 // BundleRequest is one bundle to run.
 type BundleRequest struct {
 	DescriptorID string
@@ -28,7 +41,12 @@ type BundleRequest struct {
 	// Outputs lists the descriptor's sink transforms; Process waits for the
 	// last frame of each.
 	Outputs []string
-	State   StateHandler
+	// Timers are sent after the inputs, one entry for every timer family of
+	// the descriptor's stateful transforms, even when it fires nothing: the
+	// SDK answers each family it hears of with the timers the bundle set,
+	// and Process waits for all of them.
+	Timers []TimerInput
+	State  StateHandler
 }
 
 // BundleResult is what a successful bundle produced.
@@ -36,7 +54,10 @@ type BundleResult struct {
 	// Instruction names the bundle for FinalizeBundle.
 	Instruction string
 	// Outputs maps each sink transform to its elements, concatenated.
-	Outputs  map[string][]byte
+	Outputs map[string][]byte
+	// Timers maps each timer family to the timers the bundle set or
+	// cleared, encoded and concatenated.
+	Timers   map[TimerFamily][]byte
 	Response *fnpb.ProcessBundleResponse
 }
 
@@ -59,7 +80,8 @@ type bundle struct {
 
 	mu      sync.Mutex
 	outputs map[string]*bytes.Buffer
-	waiting int // sinks whose last frame has not arrived
+	timers  map[TimerFamily]*bytes.Buffer
+	waiting int // sinks and timer families whose last frame has not arrived
 	err     error
 	closed  bool
 	done    chan struct{} // closed when all sinks finished or on failure
@@ -75,6 +97,24 @@ func (b *bundle) receive(d *fnpb.Elements_Data) {
 	}
 	buf.Write(d.GetData())
 	if d.GetIsLast() {
+		b.waiting--
+		if b.waiting == 0 {
+			b.closeLocked()
+		}
+	}
+}
+
+func (b *bundle) receiveTimers(t *fnpb.Elements_Timers) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	f := TimerFamily{t.GetTransformId(), t.GetTimerFamilyId()}
+	buf, ok := b.timers[f]
+	if !ok {
+		b.failLocked(fmt.Errorf("fnapi: bundle %s: timers for unknown family %q of transform %s", b.id, f.FamilyID, f.TransformID))
+		return
+	}
+	buf.Write(t.GetTimers())
+	if t.GetIsLast() {
 		b.waiting--
 		if b.waiting == 0 {
 			b.closeLocked()
@@ -107,9 +147,13 @@ func (b *bundle) closeLocked() {
 func (w *Worker) Process(ctx context.Context, req BundleRequest) (*BundleResult, error) {
 	id := w.newInstructionID()
 	b := &bundle{id: id, state: req.State, outputs: map[string]*bytes.Buffer{},
-		waiting: len(req.Outputs), done: make(chan struct{})}
+		timers:  map[TimerFamily]*bytes.Buffer{},
+		waiting: len(req.Outputs) + len(req.Timers), done: make(chan struct{})}
 	for _, o := range req.Outputs {
 		b.outputs[o] = &bytes.Buffer{}
+	}
+	for _, t := range req.Timers {
+		b.timers[t.TimerFamily] = &bytes.Buffer{}
 	}
 	if b.waiting == 0 {
 		b.closeLocked()
@@ -134,6 +178,9 @@ func (w *Worker) Process(ctx context.Context, req BundleRequest) (*BundleResult,
 		return nil, err
 	}
 	if err := w.sendInputs(id, req.Inputs); err != nil {
+		return nil, err
+	}
+	if err := w.sendTimers(id, req.Timers); err != nil {
 		return nil, err
 	}
 	var resp *fnpb.InstructionResponse
@@ -163,6 +210,12 @@ func (w *Worker) Process(ctx context.Context, req BundleRequest) (*BundleResult,
 	for k, v := range b.outputs {
 		res.Outputs[k] = v.Bytes()
 	}
+	if len(b.timers) > 0 {
+		res.Timers = make(map[TimerFamily][]byte, len(b.timers))
+		for k, v := range b.timers {
+			res.Timers[k] = v.Bytes()
+		}
+	}
 	return res, nil
 }
 
@@ -187,6 +240,26 @@ func (w *Worker) sendInputs(id string, inputs []Input) error {
 		}
 	}
 	return nil
+}
+
+// sendTimers sends the fired timers of every family in one message. The
+// SDK counts one end-of-timers mark per transform, so only the last family
+// of each transform carries is_last; the others still name their family,
+// which is what makes the SDK answer for it.
+func (w *Worker) sendTimers(id string, timers []TimerInput) error {
+	if len(timers) == 0 {
+		return nil
+	}
+	last := map[string]int{}
+	for i, t := range timers {
+		last[t.TransformID] = i
+	}
+	msg := &fnpb.Elements{}
+	for i, t := range timers {
+		msg.Timers = append(msg.Timers, &fnpb.Elements_Timers{InstructionId: id, TransformId: t.TransformID,
+			TimerFamilyId: t.FamilyID, Timers: t.Timers, IsLast: last[t.TransformID] == i})
+	}
+	return w.sendData(msg)
 }
 
 // Finalize asks the worker to run the finalization callbacks of a bundle

@@ -164,7 +164,7 @@ func (w *Worker) serveData(stream fnpb.BeamFnData_DataServer) error {
 		}
 		for _, t := range msg.GetTimers() {
 			if b := w.bundle(t.GetInstructionId()); b != nil {
-				b.fail(fmt.Errorf("fnapi: transform %s sent timers, which weir does not support yet", t.GetTransformId()))
+				b.receiveTimers(t)
 			}
 		}
 	}

@@ -144,9 +144,9 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 			switch {
 			case in.Side != nil:
 				ni.Port, ni.Partition = i, executor.Broadcast
-			case s.Kind == translate.KindGBK:
+			case s.Kind == translate.KindGBK || s.Stateful != nil:
 				if src.Key == nil {
-					return nil, fmt.Errorf("stage %s: group by key input %s is not a KV", s.Name, src.Name)
+					return nil, fmt.Errorf("stage %s: keyed input %s is not a KV", s.Name, src.Name)
 				}
 				ni.Partition, ni.Key = executor.Hash, keyFunc(src)
 			}
@@ -169,8 +169,12 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 			if err != nil {
 				return nil, err
 			}
-			n.New = func(_ int, out *executor.Output) (executor.Operator, error) {
-				return executor.NewSDKStage(spec, out), nil
+			n.New = func(sub int, out *executor.Output) (executor.Operator, error) {
+				st := executor.NewSDKStage(spec, out)
+				if s.Stateful != nil {
+					st.User = store.NewUserState(fmt.Sprintf("%s/%d", s.ID, sub))
+				}
+				return st, nil
 			}
 		}
 		nodeOf[s.ID] = len(g.Nodes)
@@ -214,6 +218,14 @@ func sdkSpec(plan *translate.Plan, s *translate.Stage, fn *fnapi.Server, workers
 	fn.RegisterDescriptor(d)
 	spec := &executor.SDKStageSpec{Name: s.Name, Env: s.EnvID, DescriptorID: d.GetId(),
 		Source: s.Source, SDF: s.SDF, Finalize: s.Finalize, Workers: workers, Metrics: m}
+	if st := s.Stateful; st != nil {
+		spec.Stateful = &executor.StatefulSpec{Transform: st.TransformID, OrderedLists: st.OrderedLists,
+			AllowedLateness: st.AllowedLateness}
+		spec.Stateful.StateIDs = st.StateIDs
+		for _, f := range st.Timers {
+			spec.Stateful.Timers = append(spec.Stateful.Timers, executor.TimerFamilySpec{ID: f.ID, ProcessingTime: f.ProcessingTime, Codec: f.Codec})
+		}
+	}
 	for _, out := range s.Outputs {
 		spec.Sinks = append(spec.Sinks, s.Sinks[out])
 		spec.SinkCodecs = append(spec.SinkCodecs, plan.PColls[out].Codec)

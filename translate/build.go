@@ -52,6 +52,9 @@ func Build(p *pipepb.Pipeline, opts Options) (*Plan, error) {
 	for _, id := range leaves {
 		b.place(id)
 	}
+	if len(b.errs) > 0 {
+		return nil, fmt.Errorf("translate: pipeline not supported by weir:\n  %w", joinErrs(b.errs))
+	}
 	plan, err := b.finish()
 	if err != nil {
 		return nil, err
@@ -77,7 +80,7 @@ func checkRequirements(reqs []string) []error {
 	var errs []error
 	for _, r := range reqs {
 		switch r {
-		case URNReqSplittable, URNReqFinalization, URNReqStableInput:
+		case URNReqSplittable, URNReqFinalization, URNReqStableInput, URNReqStateful:
 		default:
 			errs = append(errs, fmt.Errorf("pipeline requirement %s is not supported", r))
 		}
@@ -100,6 +103,8 @@ type builder struct {
 	producer map[string]string
 	// noLift runs every combine unlifted (Options.NoLift).
 	noLift bool
+	// errs collects what placing transforms finds wrong.
+	errs []error
 }
 
 // leaves returns the leaf transforms under roots in topological order.

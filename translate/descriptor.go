@@ -22,6 +22,7 @@ func (p *Plan) Descriptor(s *Stage, endpoint *pipepb.ApiServiceDescriptor) (*fnp
 		Coders:                    p.Components.GetCoders(),
 		Environments:              p.Components.GetEnvironments(),
 		StateApiServiceDescriptor: endpoint,
+		TimerApiServiceDescriptor: endpoint,
 	}
 	lpColl := func(id string) {
 		pc := proto.Clone(p.Components.Pcollections[id]).(*pipepb.PCollection)

@@ -28,6 +28,17 @@ func (b *builder) place(id string) {
 	pd := b.pardo(id)
 	_, main := b.mainInput(id)
 	env := b.env(id)
+	if isStateful(pd) {
+		s := b.newSDKStage(id, main, env)
+		b.addSideInputs(s, id)
+		st, err := b.stateful(id)
+		if err != nil {
+			b.errs = append(b.errs, err)
+			return
+		}
+		s.Stateful = st
+		return
+	}
 	if urn != URNProcessSized {
 		if up := b.stageOfProducer(main); up != nil && up.Kind == KindSDK && up.EnvID == env && b.sidesAvailable(up, id) {
 			b.join(up, id)

@@ -88,6 +88,9 @@ type Stage struct {
 	SDF bool
 	// Finalize is set when the stage's DoFns ask for bundle finalization.
 	Finalize bool
+	// Stateful is set when the stage's first transform uses user state or
+	// timers; its main input is then partitioned by key.
+	Stateful *Stateful
 
 	// GBK stages.
 	OutputTime pipepb.OutputTime_Enum

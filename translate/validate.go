@@ -42,11 +42,8 @@ func (b *builder) validate(id string) []error {
 		return []error{fmt.Errorf("%s: transform URN is not supported", where)}
 	}
 	if pd := b.pardo(id); pd != nil {
-		if len(pd.GetStateSpecs()) > 0 {
-			errs = append(errs, fmt.Errorf("%s: user state is not supported yet", where))
-		}
-		if len(pd.GetTimerFamilySpecs()) > 0 {
-			errs = append(errs, fmt.Errorf("%s: timers are not supported yet", where))
+		if isStateful(pd) && urn != URNParDo {
+			errs = append(errs, fmt.Errorf("%s: user state or timers in a splittable DoFn are not supported", where))
 		}
 		if pd.GetRequiresTimeSortedInput() {
 			errs = append(errs, fmt.Errorf("%s: time-sorted input is not supported", where))

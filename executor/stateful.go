@@ -1,0 +1,150 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+
+	"github.com/weir-runner/weir/fnapi"
+	"github.com/weir-runner/weir/timers"
+	"github.com/weir-runner/weir/wire"
+)
+
+// StatefulSpec describes the stateful transform of an SDK stage.
+type StatefulSpec struct {
+	Transform       string
+	StateIDs        []string
+	OrderedLists    map[string]wire.Measure
+	Timers          []TimerFamilySpec
+	AllowedLateness mtime.Time
+}
+
+// TimerFamilySpec is one timer family of the stateful transform.
+type TimerFamilySpec struct {
+	ID             string
+	ProcessingTime bool
+	Codec          *wire.TimerCodec
+}
+
+// maxTimerRounds bounds the bundles fired at one instant: timers that keep
+// setting themselves due again would otherwise never let time move on.
+const maxTimerRounds = 100000
+
+// timerInputs returns the bundle's timer input: the fired timers of each
+// family, and an empty entry for every other family.
+func (s *SDKStage) timerInputs(fired []timers.Timer) []fnapi.TimerInput {
+	st := s.Spec.Stateful
+	if st == nil || len(st.Timers) == 0 {
+		return nil
+	}
+	in := make([]fnapi.TimerInput, len(st.Timers))
+	idx := map[string]int{}
+	for i, f := range st.Timers {
+		in[i].TimerFamily = fnapi.TimerFamily{TransformID: st.Transform, FamilyID: f.ID}
+		idx[f.ID] = i
+	}
+	for _, t := range fired {
+		i := idx[t.Family]
+		in[i].Timers = append(in[i].Timers, t.Encoded...)
+	}
+	return in
+}
+
+// applyTimers records the timers a bundle set and cleared.
+func (s *SDKStage) applyTimers(res *fnapi.BundleResult) error {
+	st := s.Spec.Stateful
+	for _, f := range st.Timers {
+		b := res.Timers[fnapi.TimerFamily{TransformID: st.Transform, FamilyID: f.ID}]
+		for len(b) > 0 {
+			t, n, err := f.Codec.Decode(b)
+			if err != nil {
+				return fmt.Errorf("stage %s: timer family %s of %s: %w", s.Spec.Name, f.ID, st.Transform, err)
+			}
+			b = b[n:]
+			if t.Clear {
+				s.timers.Clear(st.Transform, f.ID, t.Key, t.Window, t.Tag)
+				continue
+			}
+			d := timers.EventTime
+			if f.ProcessingTime {
+				d = timers.ProcessingTime
+			}
+			s.timers.Set(timers.Timer{Transform: st.Transform, Family: f.ID, Domain: d,
+				Key: t.Key, Window: t.Window, Tag: t.Tag, Fire: t.Fire, Hold: t.Hold,
+				Encoded: append([]byte(nil), t.Raw...)})
+		}
+	}
+	return nil
+}
+
+// fireDue runs bundles of the timers of domain d due at now until none is
+// left: a timer a fired timer sets in the past fires at once.
+func (s *SDKStage) fireDue(ctx context.Context, d timers.Domain, now mtime.Time) error {
+	if s.timers == nil {
+		return nil
+	}
+	for round := 0; ; round++ {
+		due := s.timers.Due(d, now)
+		if len(due) == 0 {
+			return nil
+		}
+		if round == maxTimerRounds {
+			return fmt.Errorf("stage %s: transform %s: timers still due after %d rounds at %v: a timer keeps setting itself due",
+				s.Spec.Name, s.Spec.Stateful.Transform, round, now)
+		}
+		if err := s.runBundle(ctx, nil, due); err != nil {
+			return err
+		}
+	}
+}
+
+// fireAll fires every timer at the end of input, when both event time and
+// processing time are over.
+func (s *SDKStage) fireAll(ctx context.Context) error {
+	if s.timers == nil {
+		return nil
+	}
+	for s.timers.Len() > 0 {
+		if err := s.fireDue(ctx, timers.EventTime, mtime.MaxTimestamp); err != nil {
+			return err
+		}
+		if err := s.fireDue(ctx, timers.ProcessingTime, mtime.MaxTimestamp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ProcessingTime implements ProcessingTimer: a TestStream moved the job's
+// synthetic processing time to t.
+func (s *SDKStage) ProcessingTime(ctx context.Context, t mtime.Time) error {
+	s.synthetic = true
+	s.procTime = t
+	if s.sidesReady() {
+		if err := s.flush(ctx); err != nil {
+			return err
+		}
+		if err := s.fireDue(ctx, timers.ProcessingTime, t); err != nil {
+			return err
+		}
+		if err := s.forwardWatermark(ctx); err != nil {
+			return err
+		}
+	}
+	return s.Out.ProcessingTime(ctx, t)
+}
+
+// collect drops the user state of windows the watermark has expired. A
+// live timer may still read its window's state when it fires, so nothing
+// at or after the least timer hold is collected.
+func (s *SDKStage) collect(wm mtime.Time) error {
+	if s.User == nil {
+		return nil
+	}
+	wm = min(wm, s.timers.Hold())
+	if _, err := s.User.Collect(wm); err != nil {
+		return fmt.Errorf("stage %s: %w", s.Spec.Name, err)
+	}
+	return nil
+}
