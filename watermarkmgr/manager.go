@@ -151,7 +151,7 @@ func (m *Manager) Emit() (mtime.Time, bool) {
 
 // AllIdle reports whether every input that has not ended is idle (and at
 // least one has not ended). The input watermark cannot advance until one of
-// them comes back, so the caller may tell its consumers it is idle.
+// them comes back or ends, so the caller may tell its consumers it is idle.
 func (m *Manager) AllIdle() bool { return m.unended > 0 && m.active == 0 }
 
 func (m *Manager) input(id InputID) (*input, error) {
