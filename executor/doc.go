@@ -8,7 +8,8 @@
 // triple; every consumer subtask tracks its channels in a gate:
 //
 //   - a port's watermark is the minimum over its channels, and moves only
-//     forward; the operator hears of every advance;
+//     forward; the operator hears of every advance (a watermarkmgr.Manager
+//     per port does the arithmetic);
 //   - a barrier is aligned: a channel that delivered Barrier(n) is held back
 //     (its later messages queued) until every live channel has delivered it,
 //     then the operator snapshots, the barrier goes downstream and the

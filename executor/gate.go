@@ -5,13 +5,15 @@ import (
 	"fmt"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+
+	"github.com/weir-runner/weir/watermarkmgr"
 )
 
 // channelState is what a consumer knows of one input channel.
 type channelState struct {
 	port    int
-	wm      mtime.Time
-	pt      mtime.Time // synthetic processing time
+	in      watermarkmgr.InputID // the channel's input in its port's manager
+	pt      mtime.Time           // synthetic processing time
 	ended   bool
 	blocked bool      // delivered the pending barrier; later messages wait
 	queue   []Message // messages held back while blocked
@@ -24,23 +26,26 @@ type gate struct {
 	out      *Output
 	ack      func(BarrierID)
 	channels []channelState
-	portWM   []mtime.Time
-	procTime mtime.Time // minimum synthetic processing time delivered
-	pending  BarrierID  // barrier being aligned; 0 when none
-	live     int        // channels not ended
+	ports    []*watermarkmgr.Manager // a port's watermark over its channels
+	procTime mtime.Time              // minimum synthetic processing time delivered
+	pending  BarrierID               // barrier being aligned; 0 when none
+	live     int                     // channels not ended
 	finished bool
 }
 
 func newGate(op Operator, out *Output, ack func(BarrierID), ports []int) *gate {
 	g := &gate{op: op, out: out, ack: ack}
-	nports := 0
+	var perPort []int // channels on each port
 	for _, p := range ports {
-		g.channels = append(g.channels, channelState{port: p, wm: mtime.MinTimestamp, pt: mtime.MinTimestamp})
-		nports = max(nports, p+1)
+		for len(perPort) <= p {
+			perPort = append(perPort, 0)
+		}
+		g.channels = append(g.channels, channelState{port: p, in: watermarkmgr.InputID(perPort[p]), pt: mtime.MinTimestamp})
+		perPort[p]++
 	}
-	g.portWM = make([]mtime.Time, nports)
-	for i := range g.portWM {
-		g.portWM[i] = mtime.MinTimestamp
+	g.ports = make([]*watermarkmgr.Manager, len(perPort))
+	for p, n := range perPort {
+		g.ports[p] = watermarkmgr.New(n)
 	}
 	g.live = len(g.channels)
 	g.procTime = mtime.MinTimestamp
@@ -66,11 +71,10 @@ func (g *gate) deliver(ctx context.Context, ch int, m Message) error {
 	case KindData:
 		return g.op.Process(ctx, c.port, m.Elems)
 	case KindWatermark:
-		if m.Watermark > c.wm {
-			c.wm = m.Watermark
-			return g.advance(ctx, c.port)
+		if err := g.ports[c.port].Advance(c.in, m.Watermark); err != nil {
+			return fmt.Errorf("executor: channel %d: %w", ch, err)
 		}
-		return nil
+		return g.advance(ctx, c.port)
 	case KindProcessingTime:
 		if m.Watermark > c.pt {
 			c.pt = m.Watermark
@@ -84,7 +88,9 @@ func (g *gate) deliver(ctx context.Context, ch int, m Message) error {
 			return fmt.Errorf("executor: channel %d ended twice", ch)
 		}
 		c.ended = true
-		c.wm = mtime.MaxTimestamp
+		if err := g.ports[c.port].End(c.in); err != nil {
+			return fmt.Errorf("executor: channel %d: %w", ch, err)
+		}
 		g.live--
 		if err := g.advance(ctx, c.port); err != nil {
 			return err
@@ -100,18 +106,14 @@ func (g *gate) deliver(ctx context.Context, ch int, m Message) error {
 	return nil
 }
 
-// advance recomputes a port's watermark and tells the operator if it moved.
+// advance tells the operator of a port's new watermark, if it moved. The
+// gate sets no holds and marks no channel idle, so it is the minimum over the
+// port's channels that have not ended.
 func (g *gate) advance(ctx context.Context, port int) error {
-	wm := mtime.MaxTimestamp
-	for i := range g.channels {
-		if g.channels[i].port == port && g.channels[i].wm < wm {
-			wm = g.channels[i].wm
-		}
-	}
-	if wm <= g.portWM[port] {
+	wm, ok := g.ports[port].Emit()
+	if !ok {
 		return nil
 	}
-	g.portWM[port] = wm
 	return g.op.Watermark(ctx, port, wm)
 }
 
