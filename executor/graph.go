@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Node is a stage of the graph: Parallelism subtasks of one operator kind.
@@ -126,10 +127,32 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 		return st.out.end(ctx)
 	}
 	gt := newGate(op, st.out, ack, st.ports)
+	waker, _ := op.(Waker)
+	var alarm *time.Timer
+	defer func() {
+		if alarm != nil {
+			alarm.Stop()
+		}
+	}()
 	for !gt.finished {
+		var wake <-chan time.Time
+		if waker != nil {
+			if at, ok := waker.NextWake(); ok {
+				if alarm == nil {
+					alarm = time.NewTimer(time.Until(at))
+				} else {
+					alarm.Reset(time.Until(at))
+				}
+				wake = alarm.C
+			}
+		}
 		select {
 		case env := <-st.inbox:
 			if err := gt.handle(ctx, env); err != nil {
+				return err
+			}
+		case now := <-wake:
+			if err := waker.Wake(ctx, now); err != nil {
 				return err
 			}
 		case <-ctx.Done():

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 )
@@ -29,6 +30,14 @@ type Operator interface {
 // (Output.ProcessingTime) once they have acted on it.
 type ProcessingTimer interface {
 	ProcessingTime(ctx context.Context, t mtime.Time) error
+}
+
+// Waker is implemented by operators that act at wall-clock instants:
+// processing-time timers. The subtask's loop wakes the operator at the
+// instant NextWake returns, between messages.
+type Waker interface {
+	NextWake() (time.Time, bool)
+	Wake(ctx context.Context, now time.Time) error
 }
 
 // Source is an operator without inputs: it produces until done, and

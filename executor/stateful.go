@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 
@@ -133,6 +134,33 @@ func (s *SDKStage) ProcessingTime(ctx context.Context, t mtime.Time) error {
 		}
 	}
 	return s.Out.ProcessingTime(ctx, t)
+}
+
+// NextWake implements Waker: the earliest processing-time timer, unless a
+// TestStream drives processing time.
+func (s *SDKStage) NextWake() (time.Time, bool) {
+	if s.timers == nil || s.synthetic {
+		return time.Time{}, false
+	}
+	t, ok := s.timers.Next(timers.ProcessingTime)
+	if !ok {
+		return time.Time{}, false
+	}
+	return t.ToTime(), true
+}
+
+// Wake implements Waker: fire the processing-time timers due at now.
+func (s *SDKStage) Wake(ctx context.Context, now time.Time) error {
+	if s.synthetic || !s.sidesReady() {
+		return nil
+	}
+	if err := s.flush(ctx); err != nil {
+		return err
+	}
+	if err := s.fireDue(ctx, timers.ProcessingTime, mtime.FromTime(now)); err != nil {
+		return err
+	}
+	return s.forwardWatermark(ctx)
 }
 
 // collect drops the user state of windows the watermark has expired. A
