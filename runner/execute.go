@@ -156,6 +156,10 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 		case translate.KindImpulse:
 			n.Parallelism = 1
 			n.NewSource = func(int, *executor.Output) (executor.Source, error) { return executor.Impulse{}, nil }
+		case translate.KindTestStream:
+			n.Parallelism = 1
+			src := testStreamSource(s)
+			n.NewSource = func(int, *executor.Output) (executor.Source, error) { return src, nil }
 		case translate.KindFlatten:
 			n.New = func(_ int, out *executor.Output) (executor.Operator, error) { return &executor.Flatten{Out: out}, nil }
 		case translate.KindGBK:

@@ -14,6 +14,9 @@
 // reader runs, so its reader starts a stage of its own), or it processes
 // SDF restrictions (so that restrictions can be re-queued and split).
 //
+// A TestStream is a runner-native source too: its payload is decoded and
+// checked at submission (teststream.go), and its stage replays the events.
+//
 // Unsupported features fail Build with an error that names the transform
 // and the URN; weir never runs a pipeline it would run wrong.
 package translate

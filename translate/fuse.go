@@ -13,7 +13,7 @@ func (b *builder) place(id string) {
 	t := b.comps.Transforms[id]
 	urn := t.GetSpec().GetUrn()
 	if isNative(urn) {
-		s := b.newStage(id, map[string]Kind{URNImpulse: KindImpulse, URNGBK: KindGBK, URNFlatten: KindFlatten, URNReshuffle: KindFlatten}[urn])
+		s := b.newStage(id, map[string]Kind{URNImpulse: KindImpulse, URNGBK: KindGBK, URNFlatten: KindFlatten, URNReshuffle: KindFlatten, URNTestStream: KindTestStream}[urn])
 		for _, pc := range sortedValues(t.GetInputs()) {
 			s.Inputs = append(s.Inputs, Input{PColl: pc})
 		}
@@ -22,6 +22,9 @@ func (b *builder) place(id string) {
 			ws := b.comps.WindowingStrategies[pc.GetWindowingStrategyId()]
 			s.OutputTime = ws.GetOutputTime()
 			s.Merging = ws.GetWindowFn().GetUrn() == URNSessions
+		}
+		if urn == URNTestStream {
+			b.placeTestStream(s, id)
 		}
 		return
 	}

@@ -14,14 +14,15 @@ type Kind int
 
 // Stage kinds.
 const (
-	KindImpulse Kind = iota // runner: emits one empty element
-	KindSDK                 // fused transforms run by an SDK worker
-	KindGBK                 // runner: group by key and window
-	KindFlatten             // runner: merge inputs
+	KindImpulse    Kind = iota // runner: emits one empty element
+	KindSDK                    // fused transforms run by an SDK worker
+	KindGBK                    // runner: group by key and window
+	KindFlatten                // runner: merge inputs
+	KindTestStream             // runner: replays a TestStream's events
 )
 
 func (k Kind) String() string {
-	return [...]string{"impulse", "sdk", "gbk", "flatten"}[k]
+	return [...]string{"impulse", "sdk", "gbk", "flatten", "teststream"}[k]
 }
 
 // Plan is a pipeline as weir executes it.
@@ -97,6 +98,9 @@ type Stage struct {
 	// Merging is set when the input's windows merge (sessions): the runner
 	// merges them before grouping.
 	Merging bool
+
+	// TestStream stages: the events to replay.
+	TestStream *TestStream
 }
 
 // MainInput is the stage's main input PCollection, or "".

@@ -18,7 +18,7 @@ var sdkURNs = map[string]bool{
 }
 
 func isNative(urn string) bool {
-	return urn == URNImpulse || urn == URNGBK || urn == URNFlatten || urn == URNReshuffle
+	return urn == URNImpulse || urn == URNGBK || urn == URNFlatten || urn == URNReshuffle || urn == URNTestStream
 }
 
 // validate lists what weir cannot run about one leaf transform.
@@ -30,6 +30,8 @@ func (b *builder) validate(id string) []error {
 	switch {
 	case urn == URNReshuffle && (len(t.GetInputs()) != 1 || len(t.GetOutputs()) != 1):
 		return []error{fmt.Errorf("%s: a reshuffle needs one input and one output, has %d and %d", where, len(t.GetInputs()), len(t.GetOutputs()))}
+	case urn == URNTestStream:
+		return b.validateTestStream(id, where)
 	case isNative(urn):
 	case sdkURNs[urn]:
 		env, ok := b.comps.GetEnvironments()[b.env(id)]
