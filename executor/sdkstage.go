@@ -60,6 +60,10 @@ type SDKStage struct {
 	mainWM  mtime.Time // input watermark of the main input
 	sentWM  mtime.Time // last watermark sent downstream
 	delay   time.Duration
+	// resHold is the least output watermark the SDK estimated for the
+	// pending residuals: it holds the stage's output watermark while they
+	// wait.
+	resHold mtime.Time
 	worker  *fnapi.Worker
 	state   *stageState
 
@@ -160,10 +164,10 @@ func (s *SDKStage) Watermark(ctx context.Context, port int, wm mtime.Time) error
 // is waiting: pending residuals hold it back, and so do the output
 // timestamps of live timers.
 func (s *SDKStage) forwardWatermark(ctx context.Context) error {
-	if len(s.pending) > 0 {
-		return nil
-	}
 	wm := s.mainWM
+	if len(s.pending) > 0 {
+		wm = min(wm, s.resHold)
+	}
 	if s.timers != nil {
 		wm = min(wm, s.timers.Hold())
 	}
@@ -199,6 +203,11 @@ func (s *SDKStage) Finish(ctx context.Context) error {
 			}
 		}
 		if err := s.flush(ctx); err != nil {
+			return err
+		}
+		// An unbounded SDF resumes here for as long as it runs; its
+		// watermark estimates let downstream windows close meanwhile.
+		if err := s.forwardWatermark(ctx); err != nil {
 			return err
 		}
 	}
@@ -276,7 +285,9 @@ func (s *SDKStage) residuals(resp *fnpb.ProcessBundleResponse) error {
 		return fmt.Errorf("stage %s: the SDK returned %d residuals for a stage that processes no restrictions", s.Spec.Name, len(roots))
 	}
 	s.delay = -1
+	s.resHold = mtime.MaxTimestamp
 	for _, r := range roots {
+		s.resHold = min(s.resHold, residualWatermark(r))
 		e := r.GetApplication().GetElement()
 		s.pending = append(s.pending, e)
 		s.bytes += len(e)
@@ -286,6 +297,20 @@ func (s *SDKStage) residuals(resp *fnpb.ProcessBundleResponse) error {
 		}
 	}
 	return nil
+}
+
+// residualWatermark is the SDK's watermark estimate for a residual's
+// outputs: the least over them, or the start of time when it gave none.
+func residualWatermark(r *fnpb.DelayedBundleApplication) mtime.Time {
+	wms := r.GetApplication().GetOutputWatermarks()
+	if len(wms) == 0 {
+		return mtime.MinTimestamp
+	}
+	wm := mtime.MaxTimestamp
+	for _, ts := range wms {
+		wm = min(wm, mtime.FromTime(ts.AsTime()))
+	}
+	return wm
 }
 
 // run runs one bundle, replacing a lost worker and retrying a bounded
