@@ -37,6 +37,15 @@ type SDKStageSpec struct {
 	// SDF stages re-queue their residuals as main input.
 	SDF      bool
 	Finalize bool
+	// Drain is closed when the job is drained. An SDF stage then truncates
+	// the restrictions it has left, through the truncation descriptor, and
+	// runs what remains without waiting for resume delays.
+	Drain              <-chan struct{}
+	TruncateDescriptor string
+	TruncateSource     string
+	TruncateSink       string
+	// MainCodec splits main-input elements (truncated restrictions).
+	MainCodec *wire.Codec
 	// Stateful is set for stages whose first transform uses user state or
 	// timers; their main input arrives partitioned by key.
 	Stateful *StatefulSpec
@@ -193,10 +202,20 @@ func (s *SDKStage) Finish(ctx context.Context) error {
 		si.ready = true
 	}
 	for len(s.pending) > 0 {
-		if s.delay > 0 {
+		if s.draining() {
+			if err := s.truncate(ctx); err != nil {
+				return err
+			}
+			if len(s.pending) == 0 {
+				break
+			}
+		} else if s.delay > 0 {
 			t := time.NewTimer(s.delay)
 			select {
 			case <-t.C:
+			case <-s.Spec.Drain:
+				t.Stop()
+				continue
 			case <-ctx.Done():
 				t.Stop()
 				return ctx.Err()
@@ -317,6 +336,11 @@ func residualWatermark(r *fnpb.DelayedBundleApplication) mtime.Time {
 // number of times. A failure reported by the SDK is not retried: user code
 // fails the same way again.
 func (s *SDKStage) run(ctx context.Context, in [][]byte, fired []timers.Timer) (*fnapi.BundleResult, error) {
+	return s.runOn(ctx, s.Spec.DescriptorID, s.Spec.Source, s.Spec.Sinks, in, fired)
+}
+
+// runOn runs a bundle on descriptor desc, whose main input is source.
+func (s *SDKStage) runOn(ctx context.Context, desc, source string, sinks []string, in [][]byte, fired []timers.Timer) (*fnapi.BundleResult, error) {
 	retries := s.Spec.MaxRetries
 	if retries <= 0 {
 		retries = 3
@@ -333,9 +357,9 @@ func (s *SDKStage) run(ctx context.Context, in [][]byte, fired []timers.Timer) (
 			s.ustate.begin(s.User)
 		}
 		res, err := s.worker.Process(ctx, fnapi.BundleRequest{
-			DescriptorID: s.Spec.DescriptorID,
-			Inputs:       []fnapi.Input{{TransformID: s.Spec.Source, Elements: in}},
-			Outputs:      s.Spec.Sinks,
+			DescriptorID: desc,
+			Inputs:       []fnapi.Input{{TransformID: source, Elements: in}},
+			Outputs:      sinks,
 			Timers:       s.timerInputs(fired),
 			State:        s.state,
 		})
@@ -380,4 +404,40 @@ func joinLines(ls []string) string {
 		out += "  " + l + "\n"
 	}
 	return out
+}
+
+// draining reports whether the job is being drained and the stage can
+// truncate its restrictions.
+func (s *SDKStage) draining() bool {
+	if s.Spec.Drain == nil || s.Spec.TruncateDescriptor == "" {
+		return false
+	}
+	select {
+	case <-s.Spec.Drain:
+		return true
+	default:
+		return false
+	}
+}
+
+// truncate replaces the pending restrictions with what the SDK's
+// truncation leaves of them; a restriction truncated to nothing is gone.
+func (s *SDKStage) truncate(ctx context.Context) error {
+	in := s.pending
+	s.pending, s.bytes, s.delay = nil, 0, 0
+	res, err := s.runOn(ctx, s.Spec.TruncateDescriptor, s.Spec.TruncateSource, []string{s.Spec.TruncateSink}, in, nil)
+	if err != nil {
+		return fmt.Errorf("stage %s: truncate restrictions on drain: %w", s.Spec.Name, err)
+	}
+	b := res.Outputs[s.Spec.TruncateSink]
+	for len(b) > 0 {
+		n, err := s.Spec.MainCodec.Measure(b)
+		if err != nil {
+			return fmt.Errorf("stage %s: truncated restriction: %w", s.Spec.Name, err)
+		}
+		s.pending = append(s.pending, b[:n:n])
+		s.bytes += n
+		b = b[n:]
+	}
+	return nil
 }

@@ -169,7 +169,7 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 					Merging: s.Merging, Buf: store.NewShuffle(fmt.Sprintf("%s/%d", s.ID, sub)), Out: out}, nil
 			}
 		case translate.KindSDK:
-			spec, err := sdkSpec(plan, s, fn, workers, metricsFn)
+			spec, err := sdkSpec(plan, s, fn, workers, metricsFn, j.DrainRequested())
 			if err != nil {
 				return nil, err
 			}
@@ -214,14 +214,23 @@ func keyFunc(pc *translate.PColl) executor.KeyFunc {
 	}
 }
 
-func sdkSpec(plan *translate.Plan, s *translate.Stage, fn *fnapi.Server, workers *workerSet, m func([]*pipepb.MonitoringInfo, bool)) (*executor.SDKStageSpec, error) {
+func sdkSpec(plan *translate.Plan, s *translate.Stage, fn *fnapi.Server, workers *workerSet, m func([]*pipepb.MonitoringInfo, bool), drain <-chan struct{}) (*executor.SDKStageSpec, error) {
 	d, err := plan.Descriptor(s, fn.APIDescriptor())
 	if err != nil {
 		return nil, err
 	}
 	fn.RegisterDescriptor(d)
 	spec := &executor.SDKStageSpec{Name: s.Name, Env: s.EnvID, DescriptorID: d.GetId(),
-		Source: s.Source, SDF: s.SDF, Finalize: s.Finalize, Workers: workers, Metrics: m}
+		Source: s.Source, SDF: s.SDF, Finalize: s.Finalize, Workers: workers, Metrics: m,
+		Drain: drain, MainCodec: plan.PColls[s.MainInput()].Codec}
+	if s.Truncate != nil {
+		td, err := plan.TruncateDescriptor(s, fn.APIDescriptor())
+		if err != nil {
+			return nil, err
+		}
+		fn.RegisterDescriptor(td)
+		spec.TruncateDescriptor, spec.TruncateSource, spec.TruncateSink = td.GetId(), translate.TruncateSource, translate.TruncateSink
+	}
 	if st := s.Stateful; st != nil {
 		spec.Stateful = &executor.StatefulSpec{Transform: st.TransformID, OrderedLists: st.OrderedLists,
 			AllowedLateness: st.AllowedLateness}

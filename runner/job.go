@@ -58,11 +58,31 @@ type Job struct {
 		changed chan struct{}
 	}
 	cancel context.CancelFunc
+	// drain is closed when a drain is requested.
+	drain     chan struct{}
+	drainOnce sync.Once
+}
+
+// RequestDrain asks the job to finish early without losing data: sources
+// stop, restrictions are truncated, and every window fires as the
+// watermark reaches the end of time.
+func (j *Job) RequestDrain() { j.drainOnce.Do(func() { close(j.drain) }) }
+
+// DrainRequested returns a channel closed once a drain is requested.
+func (j *Job) DrainRequested() <-chan struct{} { return j.drain }
+
+func (j *Job) draining() bool {
+	select {
+	case <-j.drain:
+		return true
+	default:
+		return false
+	}
 }
 
 // NewJob returns a job in state STOPPED.
 func NewJob(id JobID, name string, p *pipepb.Pipeline, opts *structpb.Struct) *Job {
-	j := &Job{ID: id, Name: name, Pipeline: p, Options: opts, Metrics: metrics.NewStore()}
+	j := &Job{ID: id, Name: name, Pipeline: p, Options: opts, Metrics: metrics.NewStore(), drain: make(chan struct{})}
 	j.mu.state = jobpb.JobState_STOPPED
 	j.mu.stateAt = time.Now()
 	j.mu.changed = make(chan struct{})

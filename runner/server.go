@@ -415,7 +415,7 @@ func (s *Server) runJob(ctx context.Context, cancel context.CancelCauseFunc, j *
 	// Under mu, so a Cancel that already moved the job to CANCELLING is not
 	// overwritten by RUNNING.
 	s.mu.Lock()
-	if ctx.Err() == nil {
+	if ctx.Err() == nil && !j.draining() {
 		j.SetState(jobpb.JobState_RUNNING)
 	}
 	s.mu.Unlock()
@@ -431,6 +431,8 @@ func (s *Server) runJob(ctx context.Context, cancel context.CancelCauseFunc, j *
 		}
 	}
 	switch {
+	case err == nil && j.draining():
+		j.SetState(jobpb.JobState_DRAINED)
 	case err == nil:
 		j.SetState(jobpb.JobState_DONE)
 	case errors.Is(context.Cause(ctx), errCancelRequested):
@@ -520,9 +522,22 @@ func (s *Server) cancelJob(j *Job) {
 	j.cancel()
 }
 
-// Drain is not supported yet: weir has no way to finish sources early.
+// Drain asks a job to finish early without losing data: its SDFs' restrictions
+// are truncated, the watermark reaches the end of time, every window fires,
+// and the job ends DRAINED.
 func (s *Server) Drain(ctx context.Context, req *jobpb.DrainJobRequest) (*jobpb.DrainJobResponse, error) {
-	return nil, status.Errorf(codes.Unimplemented, "weir: Drain job %q: not supported yet", req.GetJobId())
+	j, err := s.lookup("Drain", req.GetJobId())
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if st, _ := j.State(); !IsTerminal(st) && st != jobpb.JobState_CANCELLING {
+		j.SetState(jobpb.JobState_DRAINING)
+		j.RequestDrain()
+	}
+	s.mu.Unlock()
+	st, _ := j.State()
+	return &jobpb.DrainJobResponse{State: st}, nil
 }
 
 // GetJobMetrics returns the metrics the job's bundles have reported so far.

@@ -435,7 +435,8 @@ func TestBadRequests(t *testing.T) {
 		{"Cancel empty id", func() error { _, err := c.Cancel(ctx, &jobpb.CancelJobRequest{}); return err }, codes.InvalidArgument},
 		{"Cancel unknown", func() error { _, err := c.Cancel(ctx, &jobpb.CancelJobRequest{JobId: "nope"}); return err }, codes.NotFound},
 		{"GetJobMetrics unknown", func() error { _, err := c.GetJobMetrics(ctx, &jobpb.GetJobMetricsRequest{JobId: "nope"}); return err }, codes.NotFound},
-		{"Drain", func() error { _, err := c.Drain(ctx, &jobpb.DrainJobRequest{JobId: done}); return err }, codes.Unimplemented},
+		{"Drain empty id", func() error { _, err := c.Drain(ctx, &jobpb.DrainJobRequest{}); return err }, codes.InvalidArgument},
+		{"Drain unknown", func() error { _, err := c.Drain(ctx, &jobpb.DrainJobRequest{JobId: "nope"}); return err }, codes.NotFound},
 		{"GetStateStream unknown", func() error {
 			s, err := c.GetStateStream(ctx, &jobpb.GetJobStateRequest{JobId: "nope"})
 			if err != nil {

@@ -26,11 +26,12 @@ func Build(p *pipepb.Pipeline, opts Options) (*Plan, error) {
 		return nil, errors.New("translate: pipeline has no components")
 	}
 	b := &builder{
-		comps:   proto.Clone(p.GetComponents()).(*pipepb.Components),
-		lpMemo:  map[string]string{},
-		stageOf: map[string]*Stage{},
-		rooted:  map[string]*Stage{},
-		noLift:  opts.NoLift,
+		comps:     proto.Clone(p.GetComponents()).(*pipepb.Components),
+		lpMemo:    map[string]string{},
+		stageOf:   map[string]*Stage{},
+		rooted:    map[string]*Stage{},
+		truncates: map[string]*Truncate{},
+		noLift:    opts.NoLift,
 	}
 	if b.comps.Coders == nil {
 		b.comps.Coders = map[string]*pipepb.Coder{}
@@ -105,6 +106,8 @@ type builder struct {
 	noLift bool
 	// errs collects what placing transforms finds wrong.
 	errs []error
+	// truncates maps each SDF process transform to its truncation step.
+	truncates map[string]*Truncate
 }
 
 // leaves returns the leaf transforms under roots in topological order.

@@ -60,6 +60,7 @@ func (b *builder) place(id string) {
 	}
 	s := b.newSDKStage(id, main, env)
 	s.SDF = urn == URNProcessSized
+	s.Truncate = b.truncates[id]
 	b.addSideInputs(s, id)
 }
 

@@ -89,6 +89,9 @@ type Stage struct {
 	SDF bool
 	// Finalize is set when the stage's DoFns ask for bundle finalization.
 	Finalize bool
+	// Truncate is set for SDF stages: how to truncate their restrictions
+	// when the job is drained.
+	Truncate *Truncate
 	// Stateful is set when the stage's first transform uses user state or
 	// timers; its main input is then partitioned by key.
 	Stateful *Stateful

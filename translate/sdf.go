@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"maps"
 
+	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // expandSDFs replaces each splittable ParDo with its three SDF steps: pair
@@ -63,6 +65,63 @@ func (b *builder) expandSDF(id string, t *pipepb.PTransform, pd *pipepb.ParDoPay
 		step("SplitAndSize", URNSplitAndSize, paired, map[string]string{"out": sized}),
 		step("Process", URNProcessSized, sized, t.GetOutputs()),
 	}
+	// Truncation is no leaf of the pipeline: it runs only when the job is
+	// drained, on the restrictions left, before they are processed.
+	truncated := pcoll("truncated", kvERS)
+	b.truncates[ids[2]] = &Truncate{TransformID: step("Truncate", URNTruncateSized, sized, map[string]string{"out": truncated}),
+		Input: sized, Output: truncated}
 	delete(b.comps.Transforms, id)
 	return ids
 }
+
+// Truncate is the truncation step of an SDF process stage: on drain, the
+// restrictions left are passed through it so the SDF finishes.
+type Truncate struct {
+	TransformID string
+	// Input is the stage's main input (sized restrictions); Output has the
+	// same coder and windowing.
+	Input, Output string
+}
+
+// TruncateDescriptor builds the process bundle descriptor that truncates
+// the restrictions of SDF stage s: data source, truncate, data sink.
+func (p *Plan) TruncateDescriptor(s *Stage, endpoint *pipepb.ApiServiceDescriptor) (*fnpb.ProcessBundleDescriptor, error) {
+	tr := s.Truncate
+	if tr == nil {
+		return nil, fmt.Errorf("translate: stage %s processes no restrictions", s.ID)
+	}
+	in, ok := p.PColls[tr.Input]
+	if !ok {
+		return nil, fmt.Errorf("translate: stage %s: restrictions %q do not reach the runner", s.ID, tr.Input)
+	}
+	elem := p.elementCoder(in.ID)
+	d := &fnpb.ProcessBundleDescriptor{
+		Id:                        string(s.ID) + "/truncate",
+		Transforms:                map[string]*pipepb.PTransform{tr.TransformID: p.Components.Transforms[tr.TransformID]},
+		Pcollections:              map[string]*pipepb.PCollection{},
+		WindowingStrategies:       p.Components.GetWindowingStrategies(),
+		Coders:                    p.Components.GetCoders(),
+		Environments:              p.Components.GetEnvironments(),
+		StateApiServiceDescriptor: endpoint,
+	}
+	for _, id := range []string{tr.Input, tr.Output} {
+		pc := proto.Clone(p.Components.Pcollections[id]).(*pipepb.PCollection)
+		pc.CoderId = elem
+		d.Pcollections[id] = pc
+	}
+	port, err := proto.Marshal(&fnpb.RemoteGrpcPort{ApiServiceDescriptor: endpoint, CoderId: in.WireCoder})
+	if err != nil {
+		return nil, err
+	}
+	d.Transforms[TruncateSource] = &pipepb.PTransform{UniqueName: TruncateSource,
+		Spec: &pipepb.FunctionSpec{Urn: URNDataSource, Payload: port}, Outputs: map[string]string{"out": tr.Input}}
+	d.Transforms[TruncateSink] = &pipepb.PTransform{UniqueName: TruncateSink,
+		Spec: &pipepb.FunctionSpec{Urn: URNDataSink, Payload: port}, Inputs: map[string]string{"in": tr.Output}}
+	return d, nil
+}
+
+// The data source and sink of truncation descriptors.
+const (
+	TruncateSource = "weir/truncate/source"
+	TruncateSink   = "weir/truncate/sink"
+)

@@ -68,7 +68,24 @@ func listJobs(args []string, stdout io.Writer) error {
 // cancelJob asks the service to cancel one job and prints the state it
 // reports, usually CANCELLING.
 func cancelJob(args []string, stdout io.Writer) error {
-	fs := newFlagSet("cancel", "JOB")
+	return stopJob("cancel", args, stdout, func(ctx context.Context, c jobpb.JobServiceClient, id string) (jobpb.JobState_Enum, error) {
+		resp, err := c.Cancel(ctx, &jobpb.CancelJobRequest{JobId: id})
+		return resp.GetState(), err
+	})
+}
+
+// drainJob asks the service to drain one job and prints the state it
+// reports, usually DRAINING: the job's sources stop, its restrictions are
+// truncated, every window fires, and it ends DRAINED.
+func drainJob(args []string, stdout io.Writer) error {
+	return stopJob("drain", args, stdout, func(ctx context.Context, c jobpb.JobServiceClient, id string) (jobpb.JobState_Enum, error) {
+		resp, err := c.Drain(ctx, &jobpb.DrainJobRequest{JobId: id})
+		return resp.GetState(), err
+	})
+}
+
+func stopJob(verb string, args []string, stdout io.Writer, call func(context.Context, jobpb.JobServiceClient, string) (jobpb.JobState_Enum, error)) error {
+	fs := newFlagSet(verb, "JOB")
 	var cf clientFlags
 	cf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -85,10 +102,10 @@ func cancelJob(args []string, stdout io.Writer) error {
 	defer conn.Close()
 	defer cancel()
 
-	resp, err := client.Cancel(ctx, &jobpb.CancelJobRequest{JobId: id})
+	st, err := call(ctx, client, id)
 	if err != nil {
-		return fmt.Errorf("cancelling job %s on %s: %w", id, cf.endpoint, err)
+		return fmt.Errorf("%s job %s on %s: %w", verb, id, cf.endpoint, err)
 	}
-	fmt.Fprintf(stdout, "%s\t%s\n", id, resp.GetState())
+	fmt.Fprintf(stdout, "%s\t%s\n", id, st)
 	return nil
 }

@@ -4,6 +4,7 @@
 //	weir serve  [--host=localhost] [--job-port=8099] [--staging-dir=DIR]
 //	weir jobs   [--endpoint=localhost:8099]
 //	weir cancel [--endpoint=localhost:8099] JOB
+//	weir drain  [--endpoint=localhost:8099] JOB
 //
 // This file only dispatches; each subcommand lives in its own file.
 package main
@@ -26,6 +27,7 @@ var subcommands = []subcommand{
 	{"serve", "run the job service until interrupted", serve},
 	{"jobs", "list the jobs of a job service and their states", listJobs},
 	{"cancel", "cancel a job", cancelJob},
+	{"drain", "drain a job: stop its sources, fire every window, end DRAINED", drainJob},
 }
 
 func main() {

@@ -53,6 +53,18 @@ func TestClientCommands(t *testing.T) {
 		t.Errorf("cancel output %q, want the job's state", out.String())
 	}
 
+	out.Reset()
+	if code := runMain(&out, &errOut, "drain", endpoint, id); code != 0 {
+		t.Fatalf("drain: exit %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), id) {
+		t.Errorf("drain output %q, want the job's state", out.String())
+	}
+
+	errOut.Reset()
+	if code := runMain(io.Discard, &errOut, "drain", endpoint, "no-such-job"); code != 1 || !strings.Contains(errOut.String(), "NotFound") {
+		t.Errorf("drain of an unknown job: exit %d, %q", code, errOut.String())
+	}
 	errOut.Reset()
 	if code := runMain(io.Discard, &errOut, "cancel", endpoint, "no-such-job"); code != 1 || !strings.Contains(errOut.String(), "NotFound") {
 		t.Errorf("cancel of an unknown job: exit %d, %q", code, errOut.String())
@@ -65,6 +77,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bogus"},
 		{"cancel"},
 		{"cancel", "a", "b"},
+		{"drain"},
 		{"jobs", "extra"},
 		{"jobs", "--no-such-flag"},
 		{"serve", "extra"},
