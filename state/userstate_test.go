@@ -2,9 +2,11 @@ package state
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -185,4 +187,69 @@ func TestCollectDeletesExpiredWindowsOnly(t *testing.T) {
 	if got, _ := tx.BagRead(late); string(got) != "z" {
 		t.Errorf("live bag holds %q, want z", got)
 	}
+}
+
+// records counts every record of u's namespace.
+func records(t *testing.T, u *UserState) int {
+	t.Helper()
+	it, err := u.db.NewIter(&pebble.IterOptions{LowerBound: u.ns, UpperBound: prefixEnd(u.ns)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	n := 0
+	for valid := it.First(); valid; valid = it.Next() {
+		n++
+	}
+	return n
+}
+
+// TestUserStateStaysBoundedOverManyWindows runs a streaming job's state
+// pattern for many one-second windows: every window's keys append to bags
+// and maps and never clear them, and the watermark moves on. Collection at
+// each watermark keeps the store at a few windows' worth of records.
+func TestUserStateStaysBoundedOverManyWindows(t *testing.T) {
+	u := openMem(t).NewUserState("s")
+	const keys, windows = 20, 200
+	most := 0
+	for w := 0; w < windows; w++ {
+		end := mtime.Time((w + 1) * 1000)
+		win := wireWindow(end-1000, end)
+		tx := u.Begin()
+		for k := 0; k < keys; k++ {
+			c := Cell{KeyGroup: k % 7, Window: win, Key: []byte{byte(k)}, Transform: "t", StateID: "bag"}
+			if err := tx.BagAppend(c, end-1, []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+			c.StateID = "map"
+			if err := tx.MultimapAppend(c, end-1, []byte("mk"), []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		// The watermark trails the data by one window.
+		if _, err := u.Collect(end - 1000); err != nil {
+			t.Fatal(err)
+		}
+		most = max(most, records(t, u))
+	}
+	// Two windows of 20 keys, each with a bag, a map entry and an index
+	// record, is 120 records.
+	if most > 2*keys*3 {
+		t.Fatalf("store held %d records at most over %d windows, want at most %d", most, windows, 2*keys*3)
+	}
+	if _, err := u.Collect(mtime.MaxTimestamp); err != nil {
+		t.Fatal(err)
+	}
+	if n := records(t, u); n != 0 {
+		t.Fatalf("%d records left after the end of time", n)
+	}
+}
+
+// wireWindow encodes the interval window [start, end) as Beam does.
+func wireWindow(start, end mtime.Time) []byte {
+	b := appendTime(nil, end)
+	return binary.AppendUvarint(b, uint64(end-start))
 }
