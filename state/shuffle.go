@@ -13,6 +13,7 @@ import (
 // windows close. It is not safe for concurrent use; each subtask has its
 // own, under its own namespace.
 type Shuffle struct {
+	store *Store
 	db    *pebble.DB
 	ns    []byte
 	batch *pebble.Batch
@@ -25,7 +26,7 @@ type Shuffle struct {
 // NewShuffle returns the shuffle buffer of namespace ns (for example the
 // stage and subtask).
 func (s *Store) NewShuffle(ns string) *Shuffle {
-	return &Shuffle{db: s.db, ns: append(binary.AppendUvarint(nil, uint64(len(ns))), ns...)}
+	return &Shuffle{store: s, db: s.db, ns: append(binary.AppendUvarint(nil, uint64(len(ns))), ns...)}
 }
 
 func appendTime(b []byte, t mtime.Time) []byte {
@@ -76,6 +77,9 @@ const maxBatch = 4 << 20
 func (sh *Shuffle) Flush() error {
 	if sh.batch == nil {
 		return nil
+	}
+	if err := sh.store.Err(); err != nil {
+		return err
 	}
 	err := sh.batch.Commit(pebble.NoSync)
 	sh.batch.Close()

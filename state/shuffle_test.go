@@ -149,3 +149,34 @@ func TestOptionsValidate(t *testing.T) {
 		t.Error("Open with a 10-byte memtable succeeded")
 	}
 }
+
+// TestFailingDiskFailsWrites makes every write to the disk fail once the
+// store is open, as a full disk does: buffering past the memtables must
+// return an error that says the store failed, not stall or lose values.
+func TestFailingDiskFailsWrites(t *testing.T) {
+	broken := &errorfs.Toggle{Injector: errorfs.ErrInjected.If(errorfs.Writes)}
+	s, err := Open(Options{Dir: "db", FS: errorfs.Wrap(vfs.NewMem(), broken), MemTableSize: 1 << 20, CacheSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	broken.On()
+	sh := s.NewShuffle("full")
+	value := []byte(strings.Repeat("v", 1000))
+	for i := range 100000 { // 100 MB, far past what the memtables hold
+		err = sh.Add(i%128, 9, []byte("w"), []byte(fmt.Sprint("k", i)), mtime.Time(i), value)
+		if err == nil && i%1000 == 0 {
+			err = sh.Flush()
+		}
+		if err != nil {
+			break
+		}
+	}
+	if err == nil {
+		t.Fatal("100 MB buffered on a disk that fails every write, and no error")
+	}
+	// Pebble reports the disk's error as text, so match the text.
+	if !strings.Contains(err.Error(), errorfs.ErrInjected.Error()) || !strings.Contains(err.Error(), "store failed") {
+		t.Fatalf("error %q does not say the store failed with the disk's error", err)
+	}
+}

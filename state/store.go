@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -49,6 +50,24 @@ func (o *Options) Validate() error {
 // Store is one Pebble database.
 type Store struct {
 	db *pebble.DB
+	// failed holds the first error Pebble hit in the background (a flush or
+	// compaction that could not write, a full disk). Writes check it, so a
+	// store that can no longer persist fails the job rather than stalling
+	// or dropping data.
+	failed atomic.Pointer[error]
+}
+
+// Err returns the store's first background failure, if any.
+func (s *Store) Err() error {
+	if p := s.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (s *Store) fail(err error) {
+	err = fmt.Errorf("state: the store failed in the background: %w", err)
+	s.failed.CompareAndSwap(nil, &err)
 }
 
 // Open opens or creates the store.
@@ -59,7 +78,21 @@ func Open(opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref()
+	s := &Store{}
 	db, err := pebble.Open(opts.Dir, &pebble.Options{
+		EventListener: &pebble.EventListener{
+			BackgroundError: s.fail,
+			FlushEnd: func(info pebble.FlushInfo) {
+				if info.Err != nil {
+					s.fail(info.Err)
+				}
+			},
+			CompactionEnd: func(info pebble.CompactionInfo) {
+				if info.Err != nil {
+					s.fail(info.Err)
+				}
+			},
+		},
 		FS:                          opts.FS,
 		Cache:                       cache,
 		MemTableSize:                opts.MemTableSize,
@@ -71,7 +104,8 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: open %s: %w", opts.Dir, err)
 	}
-	return &Store{db: db}, nil
+	s.db = db
+	return s, nil
 }
 
 // Close closes the store.

@@ -28,15 +28,16 @@ const (
 // through a Txn, one per bundle, so a failed bundle leaves no trace and a
 // retried one sees the state as it was.
 type UserState struct {
-	db  *pebble.DB
-	ns  []byte
-	seq uint64
+	store *Store
+	db    *pebble.DB
+	ns    []byte
+	seq   uint64
 }
 
 // NewUserState returns the user state of namespace ns (the stage and
 // subtask).
 func (s *Store) NewUserState(ns string) *UserState {
-	return &UserState{db: s.db, ns: append(binary.AppendUvarint(nil, uint64(len(ns))), ns...)}
+	return &UserState{store: s, db: s.db, ns: append(binary.AppendUvarint(nil, uint64(len(ns))), ns...)}
 }
 
 // Cell names one piece of user state.
@@ -70,6 +71,9 @@ func (t *Txn) Commit() error {
 	defer t.Abort()
 	if t.batch.Empty() {
 		return nil
+	}
+	if err := t.u.store.Err(); err != nil {
+		return err
 	}
 	if err := t.batch.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("state: commit user state: %w", err)
@@ -329,6 +333,9 @@ func (t *Txn) OrderedClear(c Cell, lo, hi int64) error {
 // Collect deletes all state of every (window, key) whose expiry is before
 // wm, and returns how many it deleted.
 func (u *UserState) Collect(wm mtime.Time) (int, error) {
+	if err := u.store.Err(); err != nil {
+		return 0, err
+	}
 	lo := append(append([]byte(nil), u.ns...), byte(KindUserGC))
 	hi := appendTime(bytes.Clone(lo), wm)
 	it, err := u.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
