@@ -13,6 +13,7 @@ import (
 	"github.com/weir-runner/weir/fnapi"
 	"github.com/weir-runner/weir/state"
 	"github.com/weir-runner/weir/timers"
+	"github.com/weir-runner/weir/watermarkmgr"
 	"github.com/weir-runner/weir/wire"
 )
 
@@ -67,7 +68,9 @@ type SDKStage struct {
 	side    *sideState
 	sides   []*sideInput
 	mainWM  mtime.Time // input watermark of the main input
-	sentWM  mtime.Time // last watermark sent downstream
+	// wm turns the main input's watermark and the stage's holds into the
+	// output watermark.
+	wm *watermarkmgr.Manager
 	delay   time.Duration
 	// resHold is the least output watermark the SDK estimated for the
 	// pending residuals: it holds the stage's output watermark while they
@@ -86,7 +89,7 @@ type SDKStage struct {
 
 // NewSDKStage returns one subtask's operator.
 func NewSDKStage(spec *SDKStageSpec, out *Output) *SDKStage {
-	s := &SDKStage{Spec: spec, Out: out, mainWM: mtime.MinTimestamp, sentWM: mtime.MinTimestamp}
+	s := &SDKStage{Spec: spec, Out: out, mainWM: mtime.MinTimestamp, wm: watermarkmgr.New(1)}
 	s.side = &sideState{stage: spec.Name, by: map[[2]string]*sideInput{}}
 	for _, si := range spec.SideInputs {
 		in := newSideInput(si)
@@ -173,19 +176,29 @@ func (s *SDKStage) Watermark(ctx context.Context, port int, wm mtime.Time) error
 // is waiting: pending residuals hold it back, and so do the output
 // timestamps of live timers.
 func (s *SDKStage) forwardWatermark(ctx context.Context) error {
-	wm := s.mainWM
+	if err := s.wm.Advance(0, s.mainWM); err != nil {
+		return fmt.Errorf("stage %s: %w", s.Spec.Name, err)
+	}
 	if len(s.pending) > 0 {
-		wm = min(wm, s.resHold)
+		s.wm.SetHold(holdResiduals, s.resHold)
+	} else {
+		s.wm.ReleaseHold(holdResiduals)
 	}
 	if s.timers != nil {
-		wm = min(wm, s.timers.Hold())
+		s.wm.SetHold(holdTimers, s.timers.Hold())
 	}
-	if wm <= s.sentWM {
+	wm, advanced := s.wm.Emit()
+	if !advanced {
 		return nil
 	}
-	s.sentWM = wm
 	return s.Out.Watermark(ctx, wm)
 }
+
+// Holds on an SDK stage's output watermark.
+const (
+	holdResiduals watermarkmgr.HoldID = "residuals" // SDF residuals waiting
+	holdTimers    watermarkmgr.HoldID = "timers"    // output timestamps of live timers
+)
 
 // Barrier implements Operator: close the bundle so the snapshot sees no
 // element half-processed.
