@@ -47,6 +47,8 @@ type SDKStageSpec struct {
 	TruncateSink       string
 	// MainCodec splits main-input elements (truncated restrictions).
 	MainCodec *wire.Codec
+	// Key returns the key of a main-input element; set for stateful stages.
+	Key KeyFunc
 	// Stateful is set for stages whose first transform uses user state or
 	// timers; their main input arrives partitioned by key.
 	Stateful *StatefulSpec
@@ -367,7 +369,11 @@ func (s *SDKStage) runOn(ctx context.Context, desc, source string, sinks []strin
 			s.worker = w
 		}
 		if s.User != nil {
-			s.ustate.begin(s.User)
+			keys, err := s.bundleKeys(in, fired)
+			if err != nil {
+				return nil, err
+			}
+			s.ustate.begin(s.User, keys)
 		}
 		res, err := s.worker.Process(ctx, fnapi.BundleRequest{
 			DescriptorID: desc,

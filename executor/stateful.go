@@ -79,6 +79,22 @@ func (s *SDKStage) applyTimers(res *fnapi.BundleResult) error {
 	return nil
 }
 
+// bundleKeys returns the keys of a bundle's elements and fired timers.
+func (s *SDKStage) bundleKeys(in [][]byte, fired []timers.Timer) (map[string]struct{}, error) {
+	keys := make(map[string]struct{}, len(in)+len(fired))
+	for _, e := range in {
+		k, err := s.Spec.Key(e)
+		if err != nil {
+			return nil, fmt.Errorf("stage %s: key of an element: %w", s.Spec.Name, err)
+		}
+		keys[string(k)] = struct{}{}
+	}
+	for _, t := range fired {
+		keys[string(t.Key)] = struct{}{}
+	}
+	return keys, nil
+}
+
 // fireDue runs bundles of the timers of domain d due at now until none is
 // left: a timer a fired timer sets in the past fires at once.
 func (s *SDKStage) fireDue(ctx context.Context, d timers.Domain, now mtime.Time) error {

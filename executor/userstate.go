@@ -50,12 +50,16 @@ type userState struct {
 	// stream goroutine serves requests from them.
 	mu  sync.Mutex
 	txn *state.Txn
+	// keys are the keys of the running bundle's elements and timers: state
+	// of any other key is not the bundle's to touch.
+	keys map[string]struct{}
 }
 
 // begin opens the transaction of a bundle.
-func (u *userState) begin(us *state.UserState) {
+func (u *userState) begin(us *state.UserState, keys map[string]struct{}) {
 	u.mu.Lock()
 	u.txn = us.Begin()
+	u.keys = keys
 	u.mu.Unlock()
 }
 
@@ -87,6 +91,9 @@ func (u *userState) cell(transform, id string, window, key []byte) (state.Cell, 
 	}
 	if !u.ids[id] {
 		return state.Cell{}, fmt.Errorf("stage %s: transform %s has no user state %q", u.stage, transform, id)
+	}
+	if _, ok := u.keys[string(key)]; !ok {
+		return state.Cell{}, fmt.Errorf("stage %s: transform %s: state %s requested for key %q, which is not in the bundle", u.stage, transform, id, key)
 	}
 	return state.Cell{KeyGroup: KeyGroup(key), Window: window, Key: key, Transform: transform, StateID: id}, nil
 }

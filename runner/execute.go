@@ -232,6 +232,7 @@ func sdkSpec(plan *translate.Plan, s *translate.Stage, fn *fnapi.Server, workers
 		spec.TruncateDescriptor, spec.TruncateSource, spec.TruncateSink = td.GetId(), translate.TruncateSource, translate.TruncateSink
 	}
 	if st := s.Stateful; st != nil {
+		spec.Key = keyFunc(plan.PColls[s.MainInput()])
 		spec.Stateful = &executor.StatefulSpec{Transform: st.TransformID, OrderedLists: st.OrderedLists,
 			AllowedLateness: st.AllowedLateness}
 		spec.Stateful.StateIDs = st.StateIDs
