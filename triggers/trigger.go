@@ -14,18 +14,18 @@ type Kind uint8
 
 // Trigger kinds, one per Beam trigger.
 const (
-	KindDefault     Kind = iota // fires whenever the watermark is past the end of the window
-	KindAlways                  // fires after every element; never finishes
-	KindNever                   // never fires; the window's final pane comes at expiry
-	KindCount                   // fires once after N elements
-	KindProcTime                // fires once at the first element's processing time, transformed
-	KindSyncProcTime            // fires once when synchronized processing time passes the first element's
-	KindEndOfWindow             // AfterWatermark, with optional early and late firings
-	KindRepeat                  // fires its subtrigger forever
-	KindAfterAll                // fires once when every subtrigger is ready
-	KindAfterAny                // fires once when any subtrigger is ready
-	KindAfterEach               // fires its subtriggers one after the other
-	KindOrFinally               // fires the main trigger until the finally trigger fires
+	KindDefault      Kind = iota // fires whenever the watermark is past the end of the window
+	KindAlways                   // fires after every element; never finishes
+	KindNever                    // never fires; the window's final pane comes at expiry
+	KindCount                    // fires once after N elements
+	KindProcTime                 // fires once at the first element's processing time, transformed
+	KindSyncProcTime             // fires once when synchronized processing time passes the first element's
+	KindEndOfWindow              // AfterWatermark, with optional early and late firings
+	KindRepeat                   // fires its subtrigger forever
+	KindAfterAll                 // fires once when every subtrigger is ready
+	KindAfterAny                 // fires once when any subtrigger is ready
+	KindAfterEach                // fires its subtriggers one after the other
+	KindOrFinally                // fires the main trigger until the finally trigger fires
 )
 
 var kindNames = [...]string{"Default", "Always", "Never", "AfterCount", "AfterProcessingTime",
