@@ -101,11 +101,11 @@ func TestTriggeredGroupByKeyPanes(t *testing.T) {
 	elem(10)
 	elem(20) // early pane of 2
 	elem(30)
-	wm(100) // on-time pane of 3
+	wm(100)  // on-time pane of 3
 	elem(40) // late pane of 4
 	wm(149)
 	elem(50) // late pane of 5
-	wm(151) // expired: nothing new, no pane
+	wm(151)  // expired: nothing new, no pane
 	elem(60) // dropped as late
 	drain()
 	want := []string{
