@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
@@ -15,6 +16,7 @@ import (
 	"github.com/weir-runner/weir/fnapi"
 	"github.com/weir-runner/weir/state"
 	"github.com/weir-runner/weir/translate"
+	"github.com/weir-runner/weir/triggers"
 )
 
 // LocalExecutor runs each job in this process: it translates the pipeline,
@@ -125,6 +127,16 @@ func importance(s fnpb.LogEntry_Severity_Enum) jobpb.JobMessage_MessageImportanc
 func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, store *state.Store, j *Job, parallelism int) (*executor.Graph, error) {
 	g := &executor.Graph{}
 	nodeOf := map[translate.StageID]int{}
+	// A TestStream's events must be seen in the order it replays them:
+	// elements sent before a processing-time advance must reach a trigger
+	// before it. Subtasks in parallel reorder them (a consumer's processing
+	// time is the minimum over its channels), so such jobs run one subtask
+	// per stage.
+	for _, s := range plan.Stages {
+		if s.Kind == translate.KindTestStream {
+			parallelism = 1
+		}
+	}
 	metricsFn := func(infos []*pipepb.MonitoringInfo, committed bool) {
 		if committed {
 			j.Metrics.Commit(infos)
@@ -164,6 +176,17 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 			n.New = func(_ int, out *executor.Output) (executor.Operator, error) { return &executor.Flatten{Out: out}, nil }
 		case translate.KindGBK:
 			in := plan.PColls[s.MainInput()]
+			if s.Triggered {
+				tr, err := triggers.FromProto(s.Trigger)
+				if err != nil {
+					return nil, fmt.Errorf("stage %s: %w", s.Name, err)
+				}
+				n.New = func(_ int, out *executor.Output) (executor.Operator, error) {
+					return &executor.TriggeredGroupByKey{Name: s.Name, In: in.Codec, Key: in.Key, OutputTime: s.OutputTime,
+						Trigger: tr, Accumulating: s.Accumulating, AllowedLateness: mtime.Time(s.AllowedLateness), Out: out}, nil
+				}
+				break
+			}
 			n.New = func(sub int, out *executor.Output) (executor.Operator, error) {
 				return &executor.GroupByKey{Name: s.Name, In: in.Codec, Key: in.Key, OutputTime: s.OutputTime,
 					Merging: s.Merging, Buf: store.NewShuffle(fmt.Sprintf("%s/%d", s.ID, sub)), Out: out}, nil

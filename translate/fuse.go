@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+
 	"github.com/weir-runner/weir/wire"
 )
 
@@ -22,6 +24,10 @@ func (b *builder) place(id string) {
 			ws := b.comps.WindowingStrategies[pc.GetWindowingStrategyId()]
 			s.OutputTime = ws.GetOutputTime()
 			s.Merging = ws.GetWindowFn().GetUrn() == URNSessions
+			s.Trigger = ws.GetTrigger()
+			s.Accumulating = ws.GetAccumulationMode() == pipepb.AccumulationMode_ACCUMULATING
+			s.AllowedLateness = ws.GetAllowedLateness()
+			s.Triggered = !s.Merging && (!isDefaultTrigger(ws.GetTrigger()) || ws.GetAllowedLateness() > 0)
 		}
 		if urn == URNTestStream {
 			b.placeTestStream(s, id)

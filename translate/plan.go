@@ -101,6 +101,15 @@ type Stage struct {
 	// Merging is set when the input's windows merge (sessions): the runner
 	// merges them before grouping.
 	Merging bool
+	// Triggered is set when the group needs trigger state machines: a
+	// trigger other than the default, or allowed lateness. Otherwise each
+	// (key, window) fires once, from the shuffle buffer.
+	Triggered bool
+	// Trigger, Accumulating and AllowedLateness (milliseconds) are the
+	// input's windowing strategy, for triggered groups.
+	Trigger         *pipepb.Trigger
+	Accumulating    bool
+	AllowedLateness int64
 
 	// TestStream stages: the events to replay.
 	TestStream *TestStream

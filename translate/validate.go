@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/weir-runner/weir/fnapi"
+	"github.com/weir-runner/weir/triggers"
 )
 
 // sdkURNs are the leaf transforms weir hands to SDK workers.
@@ -99,11 +100,22 @@ func (b *builder) validateWindowing(where, pcoll string, grouping bool) []error 
 	default:
 		errs = append(errs, fmt.Errorf("%s: window function %s is not supported", where, fn))
 	}
-	if !isDefaultTrigger(ws.GetTrigger()) {
-		errs = append(errs, fmt.Errorf("%s: trigger %v is not supported yet", where, ws.GetTrigger()))
-	}
 	if ws.GetAllowedLateness() < 0 {
 		errs = append(errs, fmt.Errorf("%s: allowed lateness %d ms is negative", where, ws.GetAllowedLateness()))
+	}
+	if isDefaultTrigger(ws.GetTrigger()) {
+		return errs
+	}
+	if _, err := triggers.FromProto(ws.GetTrigger()); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", where, err))
+	}
+	if ws.GetWindowFn().GetUrn() == URNSessions {
+		errs = append(errs, fmt.Errorf("%s: triggers other than the default on merging windows (sessions) are not supported yet", where))
+	}
+	switch m := ws.GetAccumulationMode(); m {
+	case pipepb.AccumulationMode_UNSPECIFIED, pipepb.AccumulationMode_DISCARDING, pipepb.AccumulationMode_ACCUMULATING:
+	default:
+		errs = append(errs, fmt.Errorf("%s: accumulation mode %v is not supported", where, m))
 	}
 	return errs
 }
@@ -114,8 +126,11 @@ func isDefaultTrigger(t *pipepb.Trigger) bool {
 	}
 	// AfterWatermark with no early or late firings fires exactly like the
 	// default trigger.
+	// The Go SDK writes an unset early trigger as Default, which cannot
+	// fire before the end of the window either.
 	if aw := t.GetAfterEndOfWindow(); aw != nil {
-		return aw.GetEarlyFirings() == nil && aw.GetLateFirings() == nil
+		e := aw.GetEarlyFirings()
+		return (e == nil || e.GetDefault() != nil) && aw.GetLateFirings() == nil
 	}
 	return proto.Equal(t, &pipepb.Trigger{})
 }

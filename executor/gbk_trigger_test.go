@@ -1,0 +1,123 @@
+package executor
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+
+	"github.com/weir-runner/weir/triggers"
+	"github.com/weir-runner/weir/wire"
+)
+
+func ivMeasure(b []byte) (int, error) {
+	if len(b) < 9 {
+		return 0, wire.ErrShort
+	}
+	_, n := binary.Uvarint(b[8:])
+	return 8 + n, nil
+}
+
+// paneString renders an emitted pane: window end, timing, index, on-time
+// index, first/last and the number of values.
+func paneString(t *testing.T, e []byte) string {
+	t.Helper()
+	wv, _, err := wire.NewCodec(ivMeasure, func(b []byte) (int, error) { return len(b), nil }).Decode(e, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, end, _ := wire.DecodeIntervalWindow(wv.Windows[0])
+	k, rest, err := wire.SplitKV(lpMeasure, wv.Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := wv.Pane
+	timing := triggers.Timing(p[0] >> 2 & 3)
+	idx, on := int64(0), int64(0)
+	switch p[0] >> 4 {
+	case 1:
+		u, _ := binary.Uvarint(p[1:])
+		idx, on = int64(u), int64(u)
+		if timing == triggers.Early {
+			on = -1
+		}
+	case 2:
+		u, n := binary.Uvarint(p[1:])
+		v, _ := binary.Uvarint(p[1+n:])
+		idx, on = int64(u), int64(v)
+	}
+	return fmt.Sprintf("%s@%d %v %d/%d first=%v last=%v n=%d ts=%d", k[1:], end, timing, idx, on,
+		p[0]&1 != 0, p[0]&2 != 0, binary.BigEndian.Uint32(rest), wv.Timestamp)
+}
+
+func TestTriggeredGroupByKeyPanes(t *testing.T) {
+	// AfterWatermark with early firings every 2 elements and late firings
+	// after each element, accumulating, 50 ms allowed lateness.
+	count := func(n int32) *pipepb.Trigger {
+		return &pipepb.Trigger{Trigger: &pipepb.Trigger_ElementCount_{ElementCount: &pipepb.Trigger_ElementCount{ElementCount: n}}}
+	}
+	rep := func(s *pipepb.Trigger) *pipepb.Trigger {
+		return &pipepb.Trigger{Trigger: &pipepb.Trigger_Repeat_{Repeat: &pipepb.Trigger_Repeat{Subtrigger: s}}}
+	}
+	tr, err := triggers.FromProto(&pipepb.Trigger{Trigger: &pipepb.Trigger_AfterEndOfWindow_{AfterEndOfWindow: &pipepb.Trigger_AfterEndOfWindow{
+		EarlyFirings: rep(count(2)), LateFirings: count(1)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan envelope, 100)
+	out := &Output{ports: [][]*edgeOut{{{part: Forward, to: []chan envelope{ch}, chIdx: []int{0}}}}}
+	g := &TriggeredGroupByKey{Name: "gbk", In: wire.NewCodec(ivMeasure, func(b []byte) (int, error) { return len(b), nil }),
+		Key: lpMeasure, OutputTime: pipepb.OutputTime_END_OF_WINDOW, Trigger: tr, Accumulating: true,
+		AllowedLateness: 50, Out: out}
+	ctx := context.Background()
+	elem := func(ts mtime.Time) {
+		val := append(binary.AppendUvarint(nil, 1), 'k', 'v')
+		e := wire.AppendWindowedValue(nil, ts, wire.AppendIntervalWindow(nil, 0, 100), []byte{wire.PaneNoFiring}, val)
+		if err := g.Process(ctx, 0, [][]byte{e}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wm := func(w mtime.Time) {
+		if err := g.Watermark(ctx, 0, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	drain := func() {
+		for {
+			select {
+			case env := <-ch:
+				for _, e := range env.msg.Elems {
+					got = append(got, paneString(t, e))
+				}
+			default:
+				return
+			}
+		}
+	}
+	elem(10)
+	elem(20) // early pane of 2
+	elem(30)
+	wm(100)  // on-time pane of 3
+	elem(40) // late pane of 4
+	wm(149)
+	elem(50) // late pane of 5
+	wm(151)  // expired: nothing new, no pane
+	elem(60) // dropped as late
+	drain()
+	want := []string{
+		"k@100 EARLY 0/-1 first=true last=false n=2 ts=99",
+		"k@100 ON_TIME 1/0 first=false last=false n=3 ts=99",
+		"k@100 LATE 2/1 first=false last=false n=4 ts=99",
+		"k@100 LATE 3/2 first=false last=false n=5 ts=99",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("panes:\n got %q\nwant %q", got, want)
+	}
+	if g.DroppedLate != 1 || g.DroppedClosed != 0 {
+		t.Errorf("dropped late %d closed %d, want 1 and 0", g.DroppedLate, g.DroppedClosed)
+	}
+}
