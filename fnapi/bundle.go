@@ -29,6 +29,9 @@ type BundleRequest struct {
 	// last frame of each.
 	Outputs []string
 	State   StateHandler
+	// OnSent, when set, is called with the bundle's instruction id once
+	// the request and all its input are sent, so the caller may Split it.
+	OnSent func(instruction string)
 }
 
 // BundleResult is what a successful bundle produced.
@@ -135,6 +138,9 @@ func (w *Worker) Process(ctx context.Context, req BundleRequest) (*BundleResult,
 	}
 	if err := w.sendInputs(id, req.Inputs); err != nil {
 		return nil, err
+	}
+	if req.OnSent != nil {
+		req.OnSent(id)
 	}
 	var resp *fnpb.InstructionResponse
 	select {
