@@ -41,6 +41,10 @@ type SDKStageSpec struct {
 	MaxElems   int // per bundle; default 4096
 	MaxBytes   int // per bundle; default 4 MiB
 	MaxRetries int // bundles retried after a lost worker; default 3
+	// SplitBundles bounds the bundles an SDF stage's subtask runs at once,
+	// splitting them from one another (split.go); default GOMAXPROCS, and
+	// 1 runs SDF bundles whole, one at a time.
+	SplitBundles int
 }
 
 // SDKStage runs bundles of its main input on an SDK worker.
@@ -175,10 +179,18 @@ func (s *SDKStage) flush(ctx context.Context) error {
 	}
 	in := s.pending
 	s.pending, s.bytes, s.delay = nil, 0, 0
+	if s.Spec.SDF && s.splitBundles() > 1 {
+		return s.runSplitting(ctx, in)
+	}
 	res, err := s.run(ctx, in)
 	if err != nil {
 		return err
 	}
+	return s.commit(ctx, res)
+}
+
+// commit sends a finished bundle's outputs on and keeps its residuals.
+func (s *SDKStage) commit(ctx context.Context, res *fnapi.BundleResult) error {
 	for i, sink := range s.Spec.Sinks {
 		if err := s.emit(ctx, i, res.Outputs[sink]); err != nil {
 			return fmt.Errorf("stage %s: output %s: %w", s.Spec.Name, sink, err)
@@ -221,7 +233,9 @@ func (s *SDKStage) residuals(resp *fnpb.ProcessBundleResponse) error {
 	if !s.Spec.SDF {
 		return fmt.Errorf("stage %s: the SDK returned %d residuals for a stage that processes no restrictions", s.Spec.Name, len(roots))
 	}
-	s.delay = -1
+	if len(s.pending) == 0 {
+		s.delay = -1 // else the minimum goes on over this flush's bundles
+	}
 	for _, r := range roots {
 		e := r.GetApplication().GetElement()
 		s.pending = append(s.pending, e)
