@@ -58,6 +58,10 @@ type SDKStageSpec struct {
 	MaxElems   int // per bundle; default 4096
 	MaxBytes   int // per bundle; default 4 MiB
 	MaxRetries int // bundles retried after a lost worker; default 3
+	// SplitBundles bounds the bundles an SDF stage's subtask runs at once,
+	// splitting them from one another (split.go); default GOMAXPROCS, and
+	// 1 runs SDF bundles whole, one at a time.
+	SplitBundles int
 }
 
 // SDKStage runs bundles of its main input on an SDK worker.
@@ -72,8 +76,8 @@ type SDKStage struct {
 	mainWM  mtime.Time // input watermark of the main input
 	// wm turns the main input's watermark and the stage's holds into the
 	// output watermark.
-	wm *watermarkmgr.Manager
-	delay   time.Duration
+	wm    *watermarkmgr.Manager
+	delay time.Duration
 	// resHold is the least output watermark the SDK estimated for the
 	// pending residuals: it holds the stage's output watermark while they
 	// wait.
@@ -261,6 +265,9 @@ func (s *SDKStage) flush(ctx context.Context) error {
 	}
 	in := s.pending
 	s.pending, s.bytes, s.delay = nil, 0, 0
+	if s.Spec.SDF && s.splitBundles() > 1 {
+		return s.runSplitting(ctx, in)
+	}
 	return s.runBundle(ctx, in, nil)
 }
 
@@ -276,6 +283,11 @@ func (s *SDKStage) runBundle(ctx context.Context, in [][]byte, fired []timers.Ti
 			return err
 		}
 	}
+	return s.commit(ctx, res)
+}
+
+// commit sends a finished bundle's outputs on and keeps its residuals.
+func (s *SDKStage) commit(ctx context.Context, res *fnapi.BundleResult) error {
 	for i, sink := range s.Spec.Sinks {
 		if err := s.emit(ctx, i, res.Outputs[sink]); err != nil {
 			return fmt.Errorf("stage %s: output %s: %w", s.Spec.Name, sink, err)
@@ -318,8 +330,11 @@ func (s *SDKStage) residuals(resp *fnpb.ProcessBundleResponse) error {
 	if !s.Spec.SDF {
 		return fmt.Errorf("stage %s: the SDK returned %d residuals for a stage that processes no restrictions", s.Spec.Name, len(roots))
 	}
-	s.delay = -1
-	s.resHold = mtime.MaxTimestamp
+	if len(s.pending) == 0 {
+		// else the minimum goes on over this flush's bundles
+		s.delay = -1
+		s.resHold = mtime.MaxTimestamp
+	}
 	for _, r := range roots {
 		s.resHold = min(s.resHold, residualWatermark(r))
 		e := r.GetApplication().GetElement()

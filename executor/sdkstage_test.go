@@ -21,6 +21,8 @@ type fakeWorkers struct {
 	t       *testing.T
 	srv     *fnapi.Server
 	crashes int
+	// fake, when set, configures the n-th worker started (from 1).
+	fake func(n int) *fnapitest.Worker
 
 	mu      sync.Mutex
 	started int
@@ -32,6 +34,9 @@ func (f *fakeWorkers) start() (*fnapi.Worker, error) {
 	id := fmt.Sprint("w", f.started)
 	w := f.srv.ExpectWorker(id, "env")
 	fake := &fnapitest.Worker{Echo: map[string]string{"src": "sink"}, CrashOnBundle: f.started <= f.crashes}
+	if f.fake != nil {
+		fake = f.fake(f.started)
+	}
 	if err := fake.Start(f.srv.Endpoint(), id); err != nil {
 		return nil, err
 	}

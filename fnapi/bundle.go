@@ -47,6 +47,9 @@ type BundleRequest struct {
 	// and Process waits for all of them.
 	Timers []TimerInput
 	State  StateHandler
+	// OnSent, when set, is called with the bundle's instruction id once
+	// the request and all its input are sent, so the caller may Split it.
+	OnSent func(instruction string)
 }
 
 // BundleResult is what a successful bundle produced.
@@ -182,6 +185,9 @@ func (w *Worker) Process(ctx context.Context, req BundleRequest) (*BundleResult,
 	}
 	if err := w.sendTimers(id, req.Timers); err != nil {
 		return nil, err
+	}
+	if req.OnSent != nil {
+		req.OnSent(id)
 	}
 	var resp *fnpb.InstructionResponse
 	select {

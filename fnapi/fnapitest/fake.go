@@ -4,13 +4,17 @@ package fnapitest
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"sync"
+	"time"
 
 	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/weir-runner/weir/wire"
 )
 
 // Worker is a fake SDK worker. For each ProcessBundle it copies the data of
@@ -23,6 +27,18 @@ type Worker struct {
 	CrashOnBundle bool
 	// Fail, when set, makes every bundle fail with this message.
 	Fail string
+
+	// Restrictions makes bundles behave like a splittable DoFn's: each
+	// input element is a restriction (see Restriction) and the worker emits
+	// every position in it to the sink (see Position), Pace apart, and
+	// answers split requests.
+	Restrictions bool
+	Pace         time.Duration
+	// RefuseSplits makes the worker decline every split.
+	RefuseSplits bool
+	// CrashAfterSplit makes the worker drop its connections a few positions
+	// after its first accepted split.
+	CrashAfterSplit bool
 
 	conn   *grpc.ClientConn
 	cancel context.CancelFunc
@@ -55,7 +71,7 @@ func (w *Worker) Start(endpoint, id string) error {
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
-		w.serve(ctl, data)
+		w.serve(ctx, ctl, data)
 	}()
 	return nil
 }
@@ -71,77 +87,250 @@ func (w *Worker) Stop() {
 	}
 }
 
+// Restriction encodes the restriction [start, end) as an input element of a
+// Restrictions worker.
+func Restriction(start, end uint32) []byte {
+	return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, start), end)
+}
+
+// Position reads an output element of a Restrictions worker: a windowed
+// value in the global window whose value is 4 bytes.
+func Position(b []byte) uint32 { return binary.BigEndian.Uint32(b[len(b)-4:]) }
+
+func appendPosition(dst []byte, p uint32) []byte {
+	return wire.AppendWindowedValue(dst, 0, nil, []byte{wire.PaneNoFiring}, binary.BigEndian.AppendUint32(nil, p))
+}
+
 type bundleIn struct {
 	data map[string][]byte
 	last map[string]bool
 	done chan struct{}
+
+	mu    sync.Mutex
+	elems [][2]uint32 // restrictions, once all input arrived
+	cur   int         // element being processed
+	pos   uint32      // next position of elems[cur]
+	end   int         // elements from end on were split off
+	split int         // accepted splits
 }
 
-func (w *Worker) serve(ctl fnpb.BeamFnControl_ControlClient, data fnpb.BeamFnData_DataClient) {
-	var mu sync.Mutex
-	bundles := map[string]*bundleIn{}
-	get := func(id string) *bundleIn {
-		mu.Lock()
-		defer mu.Unlock()
-		b, ok := bundles[id]
-		if !ok {
-			b = &bundleIn{data: map[string][]byte{}, last: map[string]bool{}, done: make(chan struct{})}
-			bundles[id] = b
-		}
-		return b
+type server struct {
+	ctx  context.Context
+	w    *Worker
+	ctl  fnpb.BeamFnControl_ControlClient
+	data fnpb.BeamFnData_DataClient
+
+	sendMu sync.Mutex // serialises sends on ctl and data
+
+	mu      sync.Mutex
+	bundles map[string]*bundleIn
+}
+
+func (s *server) get(id string) *bundleIn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.bundles[id]
+	if !ok {
+		b = &bundleIn{data: map[string][]byte{}, last: map[string]bool{}, done: make(chan struct{})}
+		s.bundles[id] = b
 	}
-	go func() {
-		for {
-			msg, err := data.Recv()
-			if err != nil {
-				return
-			}
-			for _, d := range msg.GetData() {
-				b := get(d.GetInstructionId())
-				mu.Lock()
-				b.data[d.GetTransformId()] = append(b.data[d.GetTransformId()], d.GetData()...)
-				if d.GetIsLast() {
-					b.last[d.GetTransformId()] = true
-					if len(b.last) == len(w.Echo) {
-						close(b.done)
-					}
-				}
-				mu.Unlock()
-			}
+	return b
+}
+
+func (s *server) active(id string) *bundleIn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bundles[id]
+}
+
+func (s *server) send(resp *fnpb.InstructionResponse, out *fnpb.Elements) error {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	if out != nil {
+		if err := s.data.Send(out); err != nil {
+			return err
 		}
-	}()
+	}
+	if resp != nil {
+		return s.ctl.Send(resp)
+	}
+	return nil
+}
+
+func (w *Worker) serve(ctx context.Context, ctl fnpb.BeamFnControl_ControlClient, data fnpb.BeamFnData_DataClient) {
+	s := &server{ctx: ctx, w: w, ctl: ctl, data: data, bundles: map[string]*bundleIn{}}
+	go s.receiveData()
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for {
 		req, err := ctl.Recv()
 		if err != nil {
 			return
 		}
-		if req.GetProcessBundle() == nil {
-			_ = ctl.Send(&fnpb.InstructionResponse{InstructionId: req.GetInstructionId()})
-			continue
-		}
-		if w.CrashOnBundle {
-			w.cancel()
-			return
-		}
-		b := get(req.GetInstructionId())
-		<-b.done
-		resp := &fnpb.InstructionResponse{InstructionId: req.GetInstructionId(),
-			Response: &fnpb.InstructionResponse_ProcessBundle{ProcessBundle: &fnpb.ProcessBundleResponse{}}}
-		if w.Fail != "" {
-			resp.Error = fmt.Sprintf("%s (bundle %s)", w.Fail, req.GetInstructionId())
-			_ = ctl.Send(resp)
-			continue
-		}
-		var out []*fnpb.Elements_Data
-		for src, sink := range w.Echo {
-			out = append(out, &fnpb.Elements_Data{InstructionId: req.GetInstructionId(),
-				TransformId: sink, Data: b.data[src], IsLast: true})
-		}
-		if err := data.Send(&fnpb.Elements{Data: out}); err != nil {
-			return
-		}
-		if err := ctl.Send(resp); err != nil {
-			return
+		switch {
+		case req.GetProcessBundle() != nil:
+			if w.CrashOnBundle {
+				w.cancel()
+				return
+			}
+			s.get(req.GetInstructionId()) // known to splits from now on
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.process(req.GetInstructionId())
+			}()
+		case req.GetProcessBundleSplit() != nil:
+			_ = s.send(s.split(req), nil)
+		default:
+			_ = s.send(&fnpb.InstructionResponse{InstructionId: req.GetInstructionId()}, nil)
 		}
 	}
+}
+
+func (s *server) receiveData() {
+	for {
+		msg, err := s.data.Recv()
+		if err != nil {
+			return
+		}
+		for _, d := range msg.GetData() {
+			b := s.get(d.GetInstructionId())
+			b.mu.Lock()
+			b.data[d.GetTransformId()] = append(b.data[d.GetTransformId()], d.GetData()...)
+			if d.GetIsLast() {
+				b.last[d.GetTransformId()] = true
+				if len(b.last) == len(s.w.Echo) {
+					close(b.done)
+				}
+			}
+			b.mu.Unlock()
+		}
+	}
+}
+
+func (s *server) process(id string) {
+	b := s.get(id)
+	select {
+	case <-b.done:
+	case <-s.ctx.Done():
+		return
+	}
+	defer func() {
+		s.mu.Lock()
+		delete(s.bundles, id)
+		s.mu.Unlock()
+	}()
+	resp := &fnpb.InstructionResponse{InstructionId: id,
+		Response: &fnpb.InstructionResponse_ProcessBundle{ProcessBundle: &fnpb.ProcessBundleResponse{}}}
+	if s.w.Fail != "" {
+		resp.Error = fmt.Sprintf("%s (bundle %s)", s.w.Fail, id)
+		_ = s.send(resp, nil)
+		return
+	}
+	out := &fnpb.Elements{}
+	for src, sink := range s.w.Echo {
+		b.mu.Lock()
+		in := b.data[src]
+		b.mu.Unlock()
+		if s.w.Restrictions {
+			var ok bool
+			if in, ok = s.restrictions(b, in); !ok {
+				return
+			}
+		}
+		out.Data = append(out.Data, &fnpb.Elements_Data{InstructionId: id, TransformId: sink, Data: in, IsLast: true})
+	}
+	_ = s.send(resp, out)
+}
+
+// restrictions processes a bundle's restrictions one position at a time,
+// and reports false if the worker crashed meanwhile.
+func (s *server) restrictions(b *bundleIn, in []byte) ([]byte, bool) {
+	b.mu.Lock()
+	for ; len(in) >= 8; in = in[8:] {
+		b.elems = append(b.elems, [2]uint32{binary.BigEndian.Uint32(in), binary.BigEndian.Uint32(in[4:])})
+	}
+	b.end = len(b.elems)
+	if b.end > 0 {
+		b.pos = b.elems[0][0]
+	}
+	b.mu.Unlock()
+	var out []byte
+	crashIn := -1
+	for {
+		select {
+		case <-time.After(s.w.Pace):
+		case <-s.ctx.Done():
+			return nil, false
+		}
+		b.mu.Lock()
+		for b.cur < b.end && b.pos >= b.elems[b.cur][1] {
+			b.cur++
+			if b.cur < b.end {
+				b.pos = b.elems[b.cur][0]
+			}
+		}
+		if b.cur >= b.end {
+			b.mu.Unlock()
+			return out, true
+		}
+		out = appendPosition(out, b.pos)
+		b.pos++
+		if s.w.CrashAfterSplit && b.split > 0 && crashIn < 0 {
+			crashIn = 3
+		}
+		b.mu.Unlock()
+		if crashIn--; crashIn == 0 {
+			s.w.cancel()
+			return nil, false
+		}
+	}
+}
+
+// split answers a split request like the Go SDK does: within the element
+// being processed if it has two or more positions left, else between
+// elements, else not at all.
+func (s *server) split(req *fnpb.InstructionRequest) *fnpb.InstructionResponse {
+	msg := req.GetProcessBundleSplit()
+	resp := &fnpb.InstructionResponse{InstructionId: req.GetInstructionId()}
+	b := s.active(msg.GetInstructionId())
+	if b == nil || !s.w.Restrictions {
+		resp.Error = fmt.Sprintf("instruction %s not active", msg.GetInstructionId())
+		return resp
+	}
+	sr := &fnpb.ProcessBundleSplitResponse{}
+	resp.Response = &fnpb.InstructionResponse_ProcessBundleSplit{ProcessBundleSplit: sr}
+	var src string
+	var frac float64
+	for t, d := range msg.GetDesiredSplits() {
+		src, frac = t, d.GetFractionOfRemainder()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s.w.RefuseSplits || b.elems == nil || b.cur >= b.end {
+		return resp
+	}
+	if e := b.elems[b.cur]; e[1]-b.pos >= 2 {
+		mid := b.pos + max(1, uint32(frac*float64(e[1]-b.pos)))
+		mid = min(mid, e[1]-1)
+		b.elems[b.cur][1] = mid
+		sr.PrimaryRoots = []*fnpb.BundleApplication{{TransformId: "sdf", Element: Restriction(e[0], mid)}}
+		sr.ResidualRoots = []*fnpb.DelayedBundleApplication{{Application: &fnpb.BundleApplication{
+			TransformId: "sdf", Element: Restriction(mid, e[1])}}}
+		sr.ChannelSplits = []*fnpb.ProcessBundleSplitResponse_ChannelSplit{{TransformId: src,
+			LastPrimaryElement: int64(b.cur) - 1, FirstResidualElement: int64(b.cur) + 1}}
+		b.end = b.cur + 1
+		b.split++
+		return resp
+	}
+	rest := b.end - b.cur - 1
+	if rest < 1 {
+		return resp
+	}
+	ri := b.cur + 1 + int(frac*float64(rest))
+	sr.ChannelSplits = []*fnpb.ProcessBundleSplitResponse_ChannelSplit{{TransformId: src,
+		LastPrimaryElement: int64(ri) - 1, FirstResidualElement: int64(ri)}}
+	b.end = ri
+	b.split++
+	return resp
 }

@@ -1,0 +1,347 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
+
+	"github.com/weir-runner/weir/fnapi"
+)
+
+// Runner-initiated splits of SDF bundles.
+//
+// An SDF stage's flush runs its input as one bundle, then, while fewer than
+// SplitBundles bundles are in flight, asks the SDK to split the one that has
+// gone longest unsplit in half; each residual runs as a bundle of its own on
+// the same worker, concurrently. flush returns when every bundle and every
+// residual has finished, so the stage's watermark waits for them all, and
+// the goroutines that run bundles never outlive the call. Outputs, metrics
+// and checkpoint residuals are handled on the calling goroutine, as bundles
+// finish.
+//
+// A split changes what the split bundle owns: retried after a lost worker,
+// it runs its primary only (the elements before the split, and the primary
+// roots of the element split within), never the residual again.
+
+const (
+	// splitAge is how long a bundle runs, from its start or its last
+	// split, before it is split: short bundles are left whole.
+	splitAge = 100 * time.Millisecond
+	// maxSplitBackoff bounds the wait before asking again a bundle whose
+	// SDK declined to split it.
+	maxSplitBackoff = 2 * time.Second
+)
+
+func (s *SDKStage) splitBundles() int {
+	if n := s.Spec.SplitBundles; n > 0 {
+		return n
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// sdfTask is some of an SDF flush's input, run as one bundle at a time.
+type sdfTask struct {
+	in      [][]byte // the current attempt's input, as sent to the SDK
+	end     int      // in[end:] was split off
+	at      int      // index of the element split within, or -1
+	roots   [][]byte // primary roots that replace in[at]
+	unsure  bool     // a split left the primary unknown: no retry
+	attempt int
+
+	worker  *fnapi.Worker
+	inst    string    // the running attempt's instruction, once sent
+	since   time.Time // start or last split
+	backoff time.Duration
+}
+
+func newSDFTask(in [][]byte) *sdfTask { return &sdfTask{in: in, end: len(in), at: -1} }
+
+// primary is what the task still owns.
+func (t *sdfTask) primary() [][]byte {
+	out := make([][]byte, 0, t.end+len(t.roots))
+	for i, e := range t.in[:t.end] {
+		if i == t.at {
+			out = append(out, t.roots...)
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// applySplit records a split of the task's bundle on input transform src
+// and returns the residual, the input it gave up.
+func (t *sdfTask) applySplit(src string, r *fnpb.ProcessBundleSplitResponse) ([][]byte, error) {
+	var res [][]byte
+	for _, rr := range r.GetResidualRoots() {
+		res = append(res, rr.GetApplication().GetElement())
+	}
+	var cs *fnpb.ProcessBundleSplitResponse_ChannelSplit
+	for _, c := range r.GetChannelSplits() {
+		if c.GetTransformId() == src {
+			cs = c
+		}
+	}
+	if cs == nil {
+		// The channel is unchanged; which element the primary roots
+		// replace is not said.
+		if len(r.GetPrimaryRoots()) > 0 || len(res) > 0 {
+			t.unsure = true
+		}
+		return res, nil
+	}
+	pi, ri := cs.GetLastPrimaryElement(), cs.GetFirstResidualElement()
+	if pi < -1 || ri <= pi || ri > pi+2 {
+		return nil, fmt.Errorf("channel split %d/%d of %d elements is malformed", pi, ri, len(t.in))
+	}
+	if ri == pi+2 { // element pi+1 was split within
+		if len(r.GetPrimaryRoots()) == 0 || len(res) == 0 {
+			return nil, fmt.Errorf("channel split %d/%d leaves element %d neither primary nor residual", pi, ri, pi+1)
+		}
+		if t.at >= 0 && t.at != int(pi+1) {
+			t.unsure = true
+		}
+		t.at = int(pi + 1)
+		t.roots = nil
+		for _, p := range r.GetPrimaryRoots() {
+			t.roots = append(t.roots, p.GetElement())
+		}
+	}
+	if int(ri) < t.end {
+		res = append(res, t.in[ri:t.end]...)
+		t.end = int(ri)
+	}
+	return res, nil
+}
+
+// retry makes the task's primary the input of its next attempt.
+func (t *sdfTask) retry() {
+	t.in = t.primary()
+	t.end, t.at, t.roots = len(t.in), -1, nil
+	t.attempt++
+	t.inst, t.worker, t.backoff = "", nil, 0
+}
+
+type sdfEvent struct {
+	task *sdfTask
+	inst string // the attempt the event is about
+
+	sent bool // the bundle's input is sent
+
+	done bool // the bundle finished, with res or err
+	res  *fnapi.BundleResult
+
+	splitDone bool // a split was answered, with split or err
+	split     *fnpb.ProcessBundleSplitResponse
+
+	err error
+}
+
+// sdfRun is one flush of an SDF stage.
+type sdfRun struct {
+	s       *SDKStage
+	ctx     context.Context
+	width   int
+	events  chan sdfEvent
+	wg      sync.WaitGroup
+	queue   []*sdfTask
+	running map[*sdfTask]bool
+	split   *sdfTask // the task a split request is out for
+}
+
+// runSplitting runs in as an SDF stage's flush, splitting bundles to keep
+// up to SplitBundles of them in flight.
+func (s *SDKStage) runSplitting(ctx context.Context, in [][]byte) error {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &sdfRun{s: s, ctx: ctx, width: s.splitBundles(), events: make(chan sdfEvent),
+		running: map[*sdfTask]bool{}, queue: []*sdfTask{newSDFTask(in)}}
+	defer r.wg.Wait()
+	defer cancel()
+	tick := time.NewTicker(splitAge / 2)
+	defer tick.Stop()
+	for len(r.queue) > 0 || len(r.running) > 0 || r.split != nil {
+		for len(r.queue) > 0 && len(r.running) < r.width {
+			if err := r.start(r.queue[0]); err != nil {
+				return err
+			}
+			r.queue = r.queue[1:]
+		}
+		r.maybeSplit()
+		select {
+		case ev := <-r.events:
+			if err := r.handle(ev); err != nil {
+				return err
+			}
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// send delivers an event unless the run is over.
+func (r *sdfRun) send(ev sdfEvent) {
+	select {
+	case r.events <- ev:
+	case <-r.ctx.Done():
+	}
+}
+
+func (r *sdfRun) start(t *sdfTask) error {
+	s := r.s
+	if s.worker == nil {
+		w, err := s.Spec.Workers.Worker(r.ctx, s.Spec.Env)
+		if err != nil {
+			return fmt.Errorf("stage %s: %w", s.Spec.Name, err)
+		}
+		s.worker = w
+	}
+	t.worker = s.worker
+	r.running[t] = true
+	req := fnapi.BundleRequest{
+		DescriptorID: s.Spec.DescriptorID,
+		Inputs:       []fnapi.Input{{TransformID: s.Spec.Source, Elements: t.in}},
+		Outputs:      s.Spec.Sinks,
+		State:        s.state,
+		OnSent:       func(inst string) { r.send(sdfEvent{task: t, inst: inst, sent: true}) },
+	}
+	w := t.worker
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		res, err := w.Process(r.ctx, req)
+		inst := ""
+		if res != nil {
+			inst = res.Instruction
+		}
+		r.send(sdfEvent{task: t, inst: inst, done: true, res: res, err: err})
+	}()
+	return nil
+}
+
+// maybeSplit asks for a split of the bundle that has gone longest unsplit,
+// if a core would otherwise idle.
+func (r *sdfRun) maybeSplit() {
+	if r.split != nil || len(r.queue) > 0 || len(r.running) >= r.width {
+		return
+	}
+	var pick *sdfTask
+	now := time.Now()
+	for t := range r.running {
+		if t.inst == "" || now.Sub(t.since) < splitAge+t.backoff {
+			continue
+		}
+		if pick == nil || t.since.Before(pick.since) {
+			pick = t
+		}
+	}
+	if pick == nil {
+		return
+	}
+	r.split = pick
+	req := fnapi.SplitRequest{Instruction: pick.inst, TransformID: r.s.Spec.Source,
+		Fraction: 0.5, EstimatedElements: int64(len(pick.in))}
+	w, inst := pick.worker, pick.inst
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		sr, err := w.Split(r.ctx, req)
+		r.send(sdfEvent{task: pick, inst: inst, splitDone: true, split: sr, err: err})
+	}()
+}
+
+func (r *sdfRun) handle(ev sdfEvent) error {
+	t := ev.task
+	switch {
+	case ev.sent:
+		t.inst, t.since = ev.inst, time.Now()
+	case ev.splitDone:
+		r.split = nil
+		return r.splitAnswered(t, ev)
+	case ev.done:
+		delete(r.running, t)
+		if ev.err != nil {
+			return r.failed(t, ev.err)
+		}
+		return r.finished(t, ev.res)
+	}
+	return nil
+}
+
+func (r *sdfRun) splitAnswered(t *sdfTask, ev sdfEvent) error {
+	if ev.inst != t.inst {
+		// The attempt was lost before the answer came; its retry runs the
+		// whole primary, residual included.
+		return nil
+	}
+	var res [][]byte
+	if ev.err == nil {
+		var err error
+		if res, err = t.applySplit(r.s.Spec.Source, ev.split); err != nil {
+			return fmt.Errorf("stage %s: split of bundle %s: %w", r.s.Spec.Name, t.inst, err)
+		}
+	}
+	if len(res) == 0 {
+		// Declined, failed or empty: the bundle goes on whole.
+		t.backoff = min(max(2*t.backoff, splitAge), maxSplitBackoff)
+		t.since = time.Now()
+		return nil
+	}
+	t.since, t.backoff = time.Now(), 0
+	r.queue = append(r.queue, newSDFTask(res))
+	return nil
+}
+
+// finished commits a bundle like flush does a single one.
+func (r *sdfRun) finished(t *sdfTask, res *fnapi.BundleResult) error {
+	s := r.s
+	if s.Spec.Metrics != nil {
+		s.Spec.Metrics(res.Response.GetMonitoringInfos(), true)
+	}
+	if s.Spec.Finalize && res.Response.GetRequiresFinalization() {
+		if err := t.worker.Finalize(r.ctx, res.Instruction); err != nil {
+			return fmt.Errorf("stage %s: finalize bundle: %w", s.Spec.Name, err)
+		}
+	}
+	return s.commit(r.ctx, res)
+}
+
+// failed retries a bundle lost with its worker, as run does, on its primary.
+func (r *sdfRun) failed(t *sdfTask, err error) error {
+	s := r.s
+	retries := s.Spec.MaxRetries
+	if retries <= 0 {
+		retries = 3
+	}
+	if !errors.Is(err, fnapi.ErrWorkerLost) || r.ctx.Err() != nil {
+		var be *fnapi.BundleError
+		if errors.As(err, &be) {
+			return fmt.Errorf("stage %s: %s", s.Spec.Name, be.Message)
+		}
+		return fmt.Errorf("stage %s: %w", s.Spec.Name, err)
+	}
+	if t.attempt >= retries || t.unsure {
+		why := fmt.Sprintf("failed %d times", t.attempt+1)
+		if t.unsure {
+			why = "was lost after a split the SDK did not describe, so it cannot be retried"
+		}
+		return fmt.Errorf("stage %s: bundle %s: %w; worker's last log lines:\n%s",
+			s.Spec.Name, why, err, joinLines(t.worker.LastLogs()))
+	}
+	if s.worker == t.worker {
+		w, rerr := s.Spec.Workers.Replace(r.ctx, s.Spec.Env, t.worker)
+		if rerr != nil {
+			return fmt.Errorf("stage %s: bundle lost with its worker (%v), and no new worker: %w", s.Spec.Name, err, rerr)
+		}
+		s.worker = w
+	}
+	t.retry()
+	r.queue = append([]*sdfTask{t}, r.queue...)
+	return nil
+}
