@@ -82,8 +82,11 @@ type SDKStage struct {
 	// pending residuals: it holds the stage's output watermark while they
 	// wait.
 	resHold mtime.Time
-	worker  *fnapi.Worker
-	state   *stageState
+	// truncated is set while pending holds restrictions truncated for a
+	// drain, which run to their end uncut.
+	truncated bool
+	worker    *fnapi.Worker
+	state     *stageState
 
 	// User holds the subtask's user state; set for stateful stages.
 	User      *state.UserState
@@ -265,6 +268,7 @@ func (s *SDKStage) flush(ctx context.Context) error {
 	}
 	in := s.pending
 	s.pending, s.bytes, s.delay = nil, 0, 0
+	defer func() { s.truncated = false }()
 	if s.Spec.SDF && s.splitBundles() > 1 {
 		return s.runSplitting(ctx, in)
 	}
@@ -463,6 +467,7 @@ func (s *SDKStage) truncate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("stage %s: truncate restrictions on drain: %w", s.Spec.Name, err)
 	}
+	s.truncated = true
 	b := res.Outputs[s.Spec.TruncateSink]
 	for len(b) > 0 {
 		n, err := s.Spec.MainCodec.Measure(b)

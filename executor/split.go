@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
 
 	"github.com/weir-runner/weir/fnapi"
@@ -53,10 +54,13 @@ type sdfTask struct {
 	unsure  bool     // a split left the primary unknown: no retry
 	attempt int
 
-	worker  *fnapi.Worker
-	inst    string    // the running attempt's instruction, once sent
-	since   time.Time // start or last split
-	backoff time.Duration
+	worker *fnapi.Worker
+	// drainSplit is set while a checkpoint split for a drain is asked of
+	// the running attempt.
+	drainSplit bool
+	inst       string    // the running attempt's instruction, once sent
+	since      time.Time // start or last split
+	backoff    time.Duration
 }
 
 func newSDFTask(in [][]byte) *sdfTask { return &sdfTask{in: in, end: len(in), at: -1} }
@@ -152,6 +156,9 @@ type sdfRun struct {
 	queue   []*sdfTask
 	running map[*sdfTask]bool
 	split   *sdfTask // the task a split request is out for
+	// truncated is set when the input was truncated for a drain: it runs
+	// to its end, uncut.
+	truncated bool
 }
 
 // runSplitting runs in as an SDF stage's flush, splitting bundles to keep
@@ -159,7 +166,7 @@ type sdfRun struct {
 func (s *SDKStage) runSplitting(ctx context.Context, in [][]byte) error {
 	ctx, cancel := context.WithCancel(ctx)
 	r := &sdfRun{s: s, ctx: ctx, width: s.splitBundles(), events: make(chan sdfEvent),
-		running: map[*sdfTask]bool{}, queue: []*sdfTask{newSDFTask(in)}}
+		running: map[*sdfTask]bool{}, queue: []*sdfTask{newSDFTask(in)}, truncated: s.truncated}
 	defer r.wg.Wait()
 	defer cancel()
 	tick := time.NewTicker(splitAge / 2)
@@ -228,7 +235,16 @@ func (r *sdfRun) start(t *sdfTask) error {
 // maybeSplit asks for a split of the bundle that has gone longest unsplit,
 // if a core would otherwise idle.
 func (r *sdfRun) maybeSplit() {
-	if r.split != nil || len(r.queue) > 0 || len(r.running) >= r.width {
+	if r.split != nil {
+		return
+	}
+	if r.s.draining() {
+		if !r.truncated {
+			r.checkpointForDrain()
+		}
+		return
+	}
+	if len(r.queue) > 0 || len(r.running) >= r.width {
 		return
 	}
 	var pick *sdfTask
@@ -254,6 +270,29 @@ func (r *sdfRun) maybeSplit() {
 		sr, err := w.Split(r.ctx, req)
 		r.send(sdfEvent{task: pick, inst: inst, splitDone: true, split: sr, err: err})
 	}()
+}
+
+// checkpointForDrain asks a running bundle that has not been asked yet to
+// stop at its next claim (a split keeping none of the remainder), so a
+// drain does not wait for an SDF that never checkpoints by itself.
+func (r *sdfRun) checkpointForDrain() {
+	for t := range r.running {
+		if t.inst == "" || t.drainSplit {
+			continue
+		}
+		t.drainSplit = true
+		r.split = t
+		req := fnapi.SplitRequest{Instruction: t.inst, TransformID: r.s.Spec.Source,
+			Fraction: 0, EstimatedElements: int64(len(t.in))}
+		w, inst := t.worker, t.inst
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			sr, err := w.Split(r.ctx, req)
+			r.send(sdfEvent{task: t, inst: inst, splitDone: true, split: sr, err: err})
+		}()
+		return
+	}
 }
 
 func (r *sdfRun) handle(ev sdfEvent) error {
@@ -291,9 +330,17 @@ func (r *sdfRun) splitAnswered(t *sdfTask, ev sdfEvent) error {
 		// Declined, failed or empty: the bundle goes on whole.
 		t.backoff = min(max(2*t.backoff, splitAge), maxSplitBackoff)
 		t.since = time.Now()
+		t.drainSplit = false // ask again
 		return nil
 	}
 	t.since, t.backoff = time.Now(), 0
+	if t.drainSplit {
+		// What a drain cut off waits with the stage's other residuals, to
+		// be truncated before it runs.
+		r.s.pending = append(r.s.pending, res...)
+		r.s.resHold = mtime.MinTimestamp
+		return nil
+	}
 	r.queue = append(r.queue, newSDFTask(res))
 	return nil
 }
