@@ -45,6 +45,11 @@ type SDKStageSpec struct {
 	TruncateDescriptor string
 	TruncateSource     string
 	TruncateSink       string
+	// Warn, if set, receives job messages worth a user's attention, such
+	// as an SDF bundle that runs for longer than RunawayAfter (default a
+	// minute) without finishing. It may be called from any goroutine.
+	Warn         func(msg string)
+	RunawayAfter time.Duration
 	// MainCodec splits main-input elements (truncated restrictions).
 	MainCodec *wire.Codec
 	// Key returns the key of a main-input element; set for stateful stages.

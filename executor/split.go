@@ -59,6 +59,8 @@ type sdfTask struct {
 	// the running attempt.
 	drainSplit bool
 	inst       string    // the running attempt's instruction, once sent
+	started    time.Time // when the running attempt's input was sent
+	reports    int       // runaway reports made of the running attempt
 	since      time.Time // start or last split
 	backoff    time.Duration
 }
@@ -179,6 +181,7 @@ func (s *SDKStage) runSplitting(ctx context.Context, in [][]byte) error {
 			r.queue = r.queue[1:]
 		}
 		r.maybeSplit()
+		r.reportRunaways()
 		select {
 		case ev := <-r.events:
 			if err := r.handle(ev); err != nil {
@@ -272,6 +275,44 @@ func (r *sdfRun) maybeSplit() {
 	}()
 }
 
+// runawayAfter is how long an SDF bundle runs before the job hears of it,
+// and again after each as long.
+const runawayAfter = time.Minute
+
+// reportRunaways tells the job of bundles that have run for long without
+// finishing, by transform, with what the SDK says of their progress: an SDF
+// that neither finishes nor checkpoints holds its stage's watermark for as
+// long as it runs.
+func (r *sdfRun) reportRunaways() {
+	s := r.s
+	if s.Spec.Warn == nil {
+		return
+	}
+	after := s.Spec.RunawayAfter
+	if after <= 0 {
+		after = runawayAfter
+	}
+	for t := range r.running {
+		if t.inst == "" || time.Since(t.started) < time.Duration(t.reports+1)*after {
+			continue
+		}
+		t.reports++
+		w, inst, ran := t.worker, t.inst, time.Since(t.started).Round(time.Millisecond)
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			var progress string
+			if resp, err := w.Progress(r.ctx, inst); err != nil {
+				progress = err.Error()
+			} else {
+				progress = fnapi.DescribeProgress(resp.GetMonitoringInfos())
+			}
+			s.Spec.Warn(fmt.Sprintf("stage %s: a bundle has run for %v without finishing or checkpointing; progress: %s",
+				s.Spec.Name, ran, progress))
+		}()
+	}
+}
+
 // checkpointForDrain asks a running bundle that has not been asked yet to
 // stop at its next claim (a split keeping none of the remainder), so a
 // drain does not wait for an SDF that never checkpoints by itself.
@@ -299,7 +340,7 @@ func (r *sdfRun) handle(ev sdfEvent) error {
 	t := ev.task
 	switch {
 	case ev.sent:
-		t.inst, t.since = ev.inst, time.Now()
+		t.inst, t.since, t.started, t.reports = ev.inst, time.Now(), time.Now(), 0
 	case ev.splitDone:
 		r.split = nil
 		return r.splitAnswered(t, ev)

@@ -79,7 +79,7 @@ func (p *positions) check(t *testing.T, n int) {
 	}
 }
 
-func runSDFStage(t *testing.T, width int, src restrictionSource, fake func(n int) *fnapitest.Worker) (*positions, error) {
+func runSDFStage(t *testing.T, width int, src restrictionSource, fake func(n int) *fnapitest.Worker, opts ...func(*SDKStageSpec)) (*positions, error) {
 	t.Helper()
 	srv, err := fnapi.NewServer(fnapi.Options{JobID: "job"})
 	if err != nil {
@@ -97,6 +97,9 @@ func runSDFStage(t *testing.T, width int, src restrictionSource, fake func(n int
 		Sinks: []string{"sink"}, SinkCodecs: []*wire.Codec{pos}, SDF: true, SplitBundles: width,
 		Workers: &fakeWorkers{t: t, srv: srv, fake: fake},
 		Metrics: func([]*pipepb.MonitoringInfo, bool) { p.bundles++ }}
+	for _, o := range opts {
+		o(spec)
+	}
 	g := &Graph{Nodes: []*Node{
 		{Name: "src", Parallelism: 1, Outputs: 1, NewSource: func(int, *Output) (Source, error) { return src, nil }},
 		{Name: "sdk", Parallelism: 1, Outputs: 1, Inputs: []NodeInput{{From: 0}},
@@ -250,5 +253,30 @@ func TestApplySplit(t *testing.T) {
 				t.Errorf("unsure %v, want %v", task.unsure, tc.unsure)
 			}
 		})
+	}
+}
+
+// TestRunawayBundleReported: an SDF bundle that runs on without finishing
+// or checkpointing is reported to the job by stage, with its progress.
+func TestRunawayBundleReported(t *testing.T) {
+	var mu sync.Mutex
+	var warnings []string
+	p, err := runSDFStage(t, 2, restrictionSource{{0, 300}},
+		restrictions(sdfFake{pace: time.Millisecond, refuse: true}),
+		func(s *SDKStageSpec) {
+			s.RunawayAfter = 50 * time.Millisecond
+			s.Warn = func(m string) { mu.Lock(); warnings = append(warnings, m); mu.Unlock() }
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.check(t, 300)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(warnings) == 0 {
+		t.Fatal("a bundle ran 6 times RunawayAfter and no warning came")
+	}
+	if w := warnings[0]; !strings.Contains(w, "stage stage:") || !strings.Contains(w, "without finishing") || !strings.Contains(w, "progress:") {
+		t.Errorf("warning %q does not name the stage and give progress", w)
 	}
 }

@@ -192,7 +192,8 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 					Merging: s.Merging, Buf: store.NewShuffle(fmt.Sprintf("%s/%d", s.ID, sub)), Out: out}, nil
 			}
 		case translate.KindSDK:
-			spec, err := sdkSpec(plan, s, fn, workers, metricsFn, j.DrainRequested())
+			spec, err := sdkSpec(plan, s, fn, workers, metricsFn, j.DrainRequested(),
+				func(msg string) { j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "%s", msg) })
 			if err != nil {
 				return nil, err
 			}
@@ -237,7 +238,7 @@ func keyFunc(pc *translate.PColl) executor.KeyFunc {
 	}
 }
 
-func sdkSpec(plan *translate.Plan, s *translate.Stage, fn *fnapi.Server, workers *workerSet, m func([]*pipepb.MonitoringInfo, bool), drain <-chan struct{}) (*executor.SDKStageSpec, error) {
+func sdkSpec(plan *translate.Plan, s *translate.Stage, fn *fnapi.Server, workers *workerSet, m func([]*pipepb.MonitoringInfo, bool), drain <-chan struct{}, warn func(string)) (*executor.SDKStageSpec, error) {
 	d, err := plan.Descriptor(s, fn.APIDescriptor())
 	if err != nil {
 		return nil, err
@@ -245,7 +246,7 @@ func sdkSpec(plan *translate.Plan, s *translate.Stage, fn *fnapi.Server, workers
 	fn.RegisterDescriptor(d)
 	spec := &executor.SDKStageSpec{Name: s.Name, Env: s.EnvID, DescriptorID: d.GetId(),
 		Source: s.Source, SDF: s.SDF, Finalize: s.Finalize, Workers: workers, Metrics: m,
-		Drain: drain, MainCodec: plan.PColls[s.MainInput()].Codec}
+		Drain: drain, MainCodec: plan.PColls[s.MainInput()].Codec, Warn: warn}
 	if s.Truncate != nil {
 		td, err := plan.TruncateDescriptor(s, fn.APIDescriptor())
 		if err != nil {
