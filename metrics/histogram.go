@@ -17,6 +17,7 @@ type Histogram struct {
 	count   atomic.Uint64
 	sum     atomic.Int64
 	max     atomic.Int64
+	minInv  atomic.Int64 // MaxInt64 minus the least value: 0 while empty
 }
 
 // Values below histLinear each have a bucket of their own; above, each
@@ -59,9 +60,15 @@ func (h *Histogram) Observe(v int64) {
 	h.buckets[bucketOf(v)].Add(1)
 	h.count.Add(1)
 	h.sum.Add(v)
+	raise(&h.max, v)
+	raise(&h.minInv, math.MaxInt64-v)
+}
+
+// raise sets a to v if v is greater.
+func raise(a *atomic.Int64, v int64) {
 	for {
-		m := h.max.Load()
-		if v <= m || h.max.CompareAndSwap(m, v) {
+		m := a.Load()
+		if v <= m || a.CompareAndSwap(m, v) {
 			return
 		}
 	}
@@ -69,15 +76,18 @@ func (h *Histogram) Observe(v int64) {
 
 // HistogramSnapshot is a Histogram's content at one moment.
 type HistogramSnapshot struct {
-	Count    int64
-	Sum, Max int64
-	buckets  [histBuckets]uint64
+	Count         int64
+	Sum, Min, Max int64 // Min and Max are 0 while empty
+	buckets       [histBuckets]uint64
 }
 
 // Snapshot copies the histogram. Observations racing with it may be
 // counted in some of its fields and not others.
 func (h *Histogram) Snapshot() *HistogramSnapshot {
 	s := &HistogramSnapshot{Count: int64(h.count.Load()), Sum: h.sum.Load(), Max: h.max.Load()}
+	if s.Count > 0 {
+		s.Min = math.MaxInt64 - h.minInv.Load()
+	}
 	for i := range h.buckets {
 		s.buckets[i] = h.buckets[i].Load()
 	}

@@ -36,8 +36,8 @@ func TestHistogramQuantiles(t *testing.T) {
 	vals = append(vals, 0)
 	slices.Sort(vals)
 	s := h.Snapshot()
-	if s.Count != int64(len(vals)) || s.Max != vals[len(vals)-1] {
-		t.Fatalf("count %d max %d, want %d %d", s.Count, s.Max, len(vals), vals[len(vals)-1])
+	if s.Count != int64(len(vals)) || s.Min != 0 || s.Max != vals[len(vals)-1] {
+		t.Fatalf("count %d min %d max %d, want %d 0 %d", s.Count, s.Min, s.Max, len(vals), vals[len(vals)-1])
 	}
 	for _, q := range []float64{0.5, 0.9, 0.99, 0.999, 1} {
 		exact := vals[int(math.Ceil(q*float64(len(vals))))-1]
