@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
@@ -19,17 +20,53 @@ import (
 // store's shuffle buffer, not in Go memory. With merging windows (sessions),
 // a key's windows are merged as Beam's sessions merge before they fire;
 // those still wait in memory (a later step moves them to the store too).
+//
+// An element whose window has expired when it arrives (the input watermark
+// has passed the window's end plus the allowed lateness) is dropped, as Beam
+// requires, and handed to Late; for merging windows this is decided on the
+// element's own window, before merging, as Beam does.
 type GroupByKey struct {
-	Name       string
-	In         *wire.Codec
-	Key        wire.Measure
-	OutputTime pipepb.OutputTime_Enum
-	Merging    bool
-	Buf        *state.Shuffle
-	Out        *Output
+	Name            string
+	In              *wire.Codec
+	Key             wire.Measure
+	OutputTime      pipepb.OutputTime_Enum
+	Merging         bool
+	AllowedLateness mtime.Time // milliseconds
+	Buf             *state.Shuffle
+	Out             *Output
+	// Late, if set, records arrival delays and every dropped element.
+	Late *TransformLate
+	// Now reads the wall clock; nil means time.Now. Unused once a TestStream
+	// drives processing time.
+	Now func() time.Time
 
-	sessions map[string][]*group // merging: key → its windows, merged lazily
-	windows  [][]byte            // scratch for decoding
+	// Dropped counts the elements dropped as late.
+	Dropped int64
+
+	sessions  map[string][]*group // merging: key → its windows, merged lazily
+	windows   [][]byte            // scratch for decoding
+	wm        mtime.Time          // input watermark, once wmSeen
+	wmSeen    bool
+	synthetic bool       // processing time comes from a TestStream
+	pt        mtime.Time // synthetic processing time
+}
+
+// expired reports whether a window whose last instant is maxTS has expired.
+func (g *GroupByKey) expired(maxTS mtime.Time) bool {
+	if !g.wmSeen || maxTS >= mtime.MaxTimestamp-g.AllowedLateness {
+		return false
+	}
+	return maxTS+g.AllowedLateness < g.wm
+}
+
+func (g *GroupByKey) now() mtime.Time {
+	switch {
+	case g.synthetic:
+		return g.pt
+	case g.Now != nil:
+		return mtime.FromTime(g.Now())
+	}
+	return mtime.FromTime(time.Now())
 }
 
 type group struct {
@@ -43,6 +80,11 @@ type group struct {
 
 // Process implements Operator.
 func (g *GroupByKey) Process(_ context.Context, _ int, elems [][]byte) error {
+	dropped := g.Dropped
+	var now mtime.Time
+	if g.Late != nil {
+		now = g.now()
+	}
 	for _, e := range elems {
 		wv, _, err := g.In.Decode(e, g.windows)
 		if err != nil {
@@ -53,7 +95,14 @@ func (g *GroupByKey) Process(_ context.Context, _ int, elems [][]byte) error {
 		if err != nil {
 			return fmt.Errorf("group by key %s: %w", g.Name, err)
 		}
+		g.Late.arrival(wv.Timestamp, now)
 		for _, w := range wv.Windows {
+			if g.expired(wire.WindowMaxTimestamp(w)) {
+				if err := g.drop(w, k, v, wv); err != nil {
+					return err
+				}
+				continue
+			}
 			if g.Merging {
 				if err := g.addSession(w, k, v, wv.Timestamp); err != nil {
 					return err
@@ -68,7 +117,32 @@ func (g *GroupByKey) Process(_ context.Context, _ int, elems [][]byte) error {
 	if err := g.Buf.Flush(); err != nil {
 		return fmt.Errorf("group by key %s: %w", g.Name, err)
 	}
+	if g.Late != nil && g.Dropped > dropped {
+		if err := g.Late.Flush(); err != nil {
+			return fmt.Errorf("group by key %s: %w", g.Name, err)
+		}
+	}
 	return nil
+}
+
+func (g *GroupByKey) drop(win, k, v []byte, wv wire.WindowedValue) error {
+	g.Dropped++
+	if g.Late == nil {
+		return nil
+	}
+	err := g.Late.Drop(Dropped{Reason: DropLate, Window: win, Timestamp: wv.Timestamp, Pane: wv.Pane,
+		Key: k, Value: v, Watermark: g.wm, AllowedLateness: g.AllowedLateness})
+	if err != nil {
+		return fmt.Errorf("group by key %s: %w", g.Name, err)
+	}
+	return nil
+}
+
+// ProcessingTime implements ProcessingTimer: a TestStream moved the job's
+// processing time, which arrival delays are measured against.
+func (g *GroupByKey) ProcessingTime(ctx context.Context, t mtime.Time) error {
+	g.synthetic, g.pt = true, t
+	return g.Out.ProcessingTime(ctx, t)
 }
 
 // addSession records a value in its own proto-window; merging waits for the
@@ -127,6 +201,7 @@ func (g *GroupByKey) readySessions(wm mtime.Time) []*group {
 // Watermark implements Operator: fire every group whose window has closed,
 // then pass the watermark on.
 func (g *GroupByKey) Watermark(ctx context.Context, _ int, wm mtime.Time) error {
+	g.wm, g.wmSeen = wm, true
 	const batch = 256
 	out := make([][]byte, 0, batch)
 	flush := func() error {

@@ -38,6 +38,9 @@ type TriggeredGroupByKey struct {
 	// drives processing time.
 	Now func() time.Time
 
+	// Late, if set, records arrival delays and every dropped element.
+	Late *TransformLate
+
 	// DroppedLate counts elements that arrived after their window expired;
 	// DroppedClosed those that arrived after their window's trigger finished.
 	DroppedLate, DroppedClosed int64
@@ -96,6 +99,7 @@ func (g *TriggeredGroupByKey) expiry(maxTS mtime.Time) mtime.Time {
 func (g *TriggeredGroupByKey) Process(ctx context.Context, _ int, elems [][]byte) error {
 	g.init()
 	now := g.now()
+	dropped := g.DroppedLate + g.DroppedClosed
 	for _, e := range elems {
 		wv, _, err := g.In.Decode(e, g.scratch)
 		if err != nil {
@@ -106,18 +110,27 @@ func (g *TriggeredGroupByKey) Process(ctx context.Context, _ int, elems [][]byte
 		if err != nil {
 			return fmt.Errorf("group by key %s: %w", g.Name, err)
 		}
+		g.Late.arrival(wv.Timestamp, now)
 		for _, win := range wv.Windows {
-			g.add(win, k, v, wv.Timestamp, now)
+			if err := g.add(win, k, v, wv, now); err != nil {
+				return err
+			}
+		}
+	}
+	if g.Late != nil && g.DroppedLate+g.DroppedClosed > dropped {
+		if err := g.Late.Flush(); err != nil {
+			return fmt.Errorf("group by key %s: %w", g.Name, err)
 		}
 	}
 	return g.flush(ctx)
 }
 
-func (g *TriggeredGroupByKey) add(win, k, v []byte, ts, now mtime.Time) {
+func (g *TriggeredGroupByKey) add(win, k, v []byte, wv wire.WindowedValue, now mtime.Time) error {
+	ts := wv.Timestamp
 	maxTS := wire.WindowMaxTimestamp(win)
 	if g.expiry(maxTS) < g.wm {
 		g.DroppedLate++
-		return
+		return g.drop(DropLate, win, k, v, wv)
 	}
 	id := windowID(k, win)
 	w := g.windows[id]
@@ -128,7 +141,7 @@ func (g *TriggeredGroupByKey) add(win, k, v []byte, ts, now mtime.Time) {
 	}
 	if w.closed {
 		g.DroppedClosed++
-		return
+		return g.drop(DropClosed, win, k, v, wv)
 	}
 	if w.fresh == 0 {
 		w.minTS, w.maxValTS = ts, ts
@@ -141,6 +154,19 @@ func (g *TriggeredGroupByKey) add(win, k, v []byte, ts, now mtime.Time) {
 	if g.Trigger.ShouldFire(&w.state, c) {
 		g.fire(w, c)
 	}
+	return nil
+}
+
+func (g *TriggeredGroupByKey) drop(why DropReason, win, k, v []byte, wv wire.WindowedValue) error {
+	if g.Late == nil {
+		return nil
+	}
+	err := g.Late.Drop(Dropped{Reason: why, Window: win, Timestamp: wv.Timestamp, Pane: wv.Pane,
+		Key: k, Value: v, Watermark: g.wm, AllowedLateness: g.AllowedLateness})
+	if err != nil {
+		return fmt.Errorf("group by key %s: %w", g.Name, err)
+	}
+	return nil
 }
 
 func windowID(k, win []byte) string {

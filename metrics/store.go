@@ -19,6 +19,20 @@ type Store struct {
 	attempted map[string]*entry
 	committed map[string]*entry
 	skipped   int
+	sources   []Source
+}
+
+// Source reports metrics the runner keeps itself (late data, arrival
+// delays), as current totals rather than per-bundle deltas. Results calls
+// it each time and merges what it returns, as committed and as attempted,
+// without storing it.
+type Source func() []*pipepb.MonitoringInfo
+
+// AddSource adds a source of runner metrics to every later Results.
+func (s *Store) AddSource(src Source) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sources = append(s.sources, src)
 }
 
 // entry is the aggregate of one metric identity.
@@ -73,10 +87,24 @@ func (s *Store) Commit(infos []*pipepb.MonitoringInfo) {
 // result shares no memory with the store.
 func (s *Store) Results() *jobpb.MetricResults {
 	s.mu.Lock()
+	sources := slices.Clone(s.sources)
+	s.mu.Unlock()
+	var extra []sample
+	for _, src := range sources {
+		samples, _ := parse(src())
+		extra = append(extra, samples...)
+	}
+	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(extra) == 0 {
+		return &jobpb.MetricResults{
+			Attempted: export(s.attempted),
+			Committed: export(s.committed),
+		}
+	}
 	return &jobpb.MetricResults{
-		Attempted: export(s.attempted),
-		Committed: export(s.committed),
+		Attempted: export(withSamples(s.attempted, extra)),
+		Committed: export(withSamples(s.committed, extra)),
 	}
 }
 
@@ -139,6 +167,18 @@ func identity(urn, typ string, labels map[string]string) string {
 		put(labels[k])
 	}
 	return b.String()
+}
+
+// withSamples returns a copy of m with extra merged in; m is unchanged.
+func withSamples(m map[string]*entry, extra []sample) map[string]*entry {
+	c := make(map[string]*entry, len(m)+len(extra))
+	for k, e := range m {
+		c[k] = &entry{urn: e.urn, typ: e.typ, labels: e.labels, agg: e.agg.clone()}
+	}
+	for _, sm := range extra {
+		mergeInto(c, sm)
+	}
+	return c
 }
 
 func mergeInto(m map[string]*entry, sm sample) {

@@ -61,7 +61,12 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 	if p <= 0 {
 		p = runtime.NumCPU()
 	}
-	g, err := buildGraph(plan, fn, workers, store, j, p)
+	late, closeLate, err := openLateData(j)
+	if err != nil {
+		return err
+	}
+	defer closeLate()
+	g, err := buildGraph(plan, fn, workers, store, j, late, p)
 	if err != nil {
 		return err
 	}
@@ -124,7 +129,7 @@ func importance(s fnpb.LogEntry_Severity_Enum) jobpb.JobMessage_MessageImportanc
 }
 
 // buildGraph makes one executor node per stage.
-func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, store *state.Store, j *Job, parallelism int) (*executor.Graph, error) {
+func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, store *state.Store, j *Job, late *executor.LateData, parallelism int) (*executor.Graph, error) {
 	g := &executor.Graph{}
 	nodeOf := map[translate.StageID]int{}
 	// A TestStream's events must be seen in the order it replays them:
@@ -176,6 +181,7 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 			n.New = func(_ int, out *executor.Output) (executor.Operator, error) { return &executor.Flatten{Out: out}, nil }
 		case translate.KindGBK:
 			in := plan.PColls[s.MainInput()]
+			acct := late.Transform(s.Transforms[0], s.Name)
 			if s.Triggered {
 				tr, err := triggers.FromProto(s.Trigger)
 				if err != nil {
@@ -183,13 +189,14 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 				}
 				n.New = func(_ int, out *executor.Output) (executor.Operator, error) {
 					return &executor.TriggeredGroupByKey{Name: s.Name, In: in.Codec, Key: in.Key, OutputTime: s.OutputTime,
-						Trigger: tr, Accumulating: s.Accumulating, AllowedLateness: mtime.Time(s.AllowedLateness), Out: out}, nil
+						Trigger: tr, Accumulating: s.Accumulating, AllowedLateness: mtime.Time(s.AllowedLateness), Out: out, Late: acct}, nil
 				}
 				break
 			}
 			n.New = func(sub int, out *executor.Output) (executor.Operator, error) {
 				return &executor.GroupByKey{Name: s.Name, In: in.Codec, Key: in.Key, OutputTime: s.OutputTime,
-					Merging: s.Merging, Buf: store.NewShuffle(fmt.Sprintf("%s/%d", s.ID, sub)), Out: out}, nil
+					Merging: s.Merging, AllowedLateness: mtime.Time(s.AllowedLateness),
+					Buf: store.NewShuffle(fmt.Sprintf("%s/%d", s.ID, sub)), Out: out, Late: acct}, nil
 			}
 		case translate.KindSDK:
 			spec, err := sdkSpec(plan, s, fn, workers, metricsFn, j.DrainRequested(),

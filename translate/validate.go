@@ -92,6 +92,11 @@ func (b *builder) validateWindowing(where, pcoll string, grouping bool) []error 
 	if wc := b.comps.Coders[ws.GetWindowCoderId()].GetSpec().GetUrn(); wc != "beam:coder:global_window:v1" && wc != "beam:coder:interval_window:v1" {
 		errs = append(errs, fmt.Errorf("%s: window coder %q is not supported", where, wc))
 	}
+	// Stateful ParDos collect state by the allowed lateness too, so it is
+	// checked on every input.
+	if ws.GetAllowedLateness() < 0 {
+		errs = append(errs, fmt.Errorf("%s: allowed lateness %d ms is negative", where, ws.GetAllowedLateness()))
+	}
 	if !grouping {
 		return errs
 	}
@@ -99,9 +104,6 @@ func (b *builder) validateWindowing(where, pcoll string, grouping bool) []error 
 	case URNGlobalWindows, URNFixedWindows, URNSlidingWindows, URNSessions:
 	default:
 		errs = append(errs, fmt.Errorf("%s: window function %s is not supported", where, fn))
-	}
-	if ws.GetAllowedLateness() < 0 {
-		errs = append(errs, fmt.Errorf("%s: allowed lateness %d ms is negative", where, ws.GetAllowedLateness()))
 	}
 	if isDefaultTrigger(ws.GetTrigger()) {
 		return errs

@@ -2,6 +2,8 @@ package triggers
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 )
@@ -81,3 +83,45 @@ func AppendPane(b []byte, p Pane) []byte {
 		return binary.AppendUvarint(b, uint64(p.OnTimeIndex))
 	}
 }
+
+// DecodePane reads Beam's encoding of a PaneInfo, as AppendPane writes it.
+func DecodePane(b []byte) (Pane, error) {
+	if len(b) == 0 {
+		return Pane{}, errPaneShort
+	}
+	h := b[0]
+	p := Pane{First: h&1 != 0, Last: h&2 != 0, Timing: Timing(h>>2) & 3}
+	rest := b[1:]
+	next := func() (int64, error) {
+		v, n := binary.Uvarint(rest)
+		if n <= 0 {
+			return 0, errPaneShort
+		}
+		rest = rest[n:]
+		return int64(v), nil
+	}
+	var err error
+	switch h >> 4 {
+	case 0:
+	case 1:
+		if p.Index, err = next(); err != nil {
+			return Pane{}, err
+		}
+		p.OnTimeIndex = p.Index
+		if p.Timing == Early {
+			p.OnTimeIndex = -1
+		}
+	case 2:
+		if p.Index, err = next(); err != nil {
+			return Pane{}, err
+		}
+		if p.OnTimeIndex, err = next(); err != nil {
+			return Pane{}, err
+		}
+	default:
+		return Pane{}, fmt.Errorf("triggers: pane encoding %d is not Beam's", h>>4)
+	}
+	return p, nil
+}
+
+var errPaneShort = errors.New("triggers: pane info truncated")

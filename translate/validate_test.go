@@ -1,0 +1,46 @@
+package translate
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+)
+
+// TestRefusesBadWindowing checks that a windowing strategy with a negative
+// allowed lateness, or a trigger with a negative delay, fails at submission
+// with an error that names the grouping transform.
+func TestRefusesBadWindowing(t *testing.T) {
+	build := func(s beam.Scope) {
+		kv := beam.AddFixedKey(s, beam.Create(s, 1, 2, 3))
+		beam.GroupByKey(s.Scope("Group"), kv)
+	}
+	negDelay := &pipepb.Trigger{Trigger: &pipepb.Trigger_AfterProcessingTime_{AfterProcessingTime: &pipepb.Trigger_AfterProcessingTime{
+		TimestampTransforms: []*pipepb.TimestampTransform{{TimestampTransform: &pipepb.TimestampTransform_Delay_{
+			Delay: &pipepb.TimestampTransform_Delay{DelayMillis: -1000}}}}}}}
+	lateDelay := &pipepb.Trigger{Trigger: &pipepb.Trigger_AfterEndOfWindow_{AfterEndOfWindow: &pipepb.Trigger_AfterEndOfWindow{
+		LateFirings: negDelay}}}
+	for name, tc := range map[string]struct {
+		edit func(*pipepb.WindowingStrategy)
+		want string
+	}{
+		"negative lateness":      {func(ws *pipepb.WindowingStrategy) { ws.AllowedLateness = -5000 }, "allowed lateness -5000 ms is negative"},
+		"negative delay":         {func(ws *pipepb.WindowingStrategy) { ws.Trigger = negDelay }, "delay -1000 ms is negative"},
+		"negative delay, nested": {func(ws *pipepb.WindowingStrategy) { ws.Trigger = lateDelay }, "delay -1000 ms is negative"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pp := marshal(t, scoped(build)())
+			for _, ws := range pp.GetComponents().GetWindowingStrategies() {
+				tc.edit(ws)
+			}
+			_, err := Build(pp, Options{})
+			if err == nil {
+				t.Fatal("Build accepted the pipeline")
+			}
+			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "Group/") {
+				t.Errorf("error %q does not name the grouping transform and say %q", err, tc.want)
+			}
+		})
+	}
+}
