@@ -50,6 +50,9 @@ type SDKStageSpec struct {
 	// minute) without finishing. It may be called from any goroutine.
 	Warn         func(msg string)
 	RunawayAfter time.Duration
+	// MaxBundleOutput bounds the output bytes an SDF bundle buffers before
+	// it is checkpointed; default 32 MiB.
+	MaxBundleOutput int
 	// MainCodec splits main-input elements (truncated restrictions).
 	MainCodec *wire.Codec
 	// Key returns the key of a main-input element; set for stateful stages.

@@ -247,6 +247,9 @@ func (r *sdfRun) maybeSplit() {
 		}
 		return
 	}
+	if r.checkpointLarge() {
+		return
+	}
 	if len(r.queue) > 0 || len(r.running) >= r.width {
 		return
 	}
@@ -311,6 +314,38 @@ func (r *sdfRun) reportRunaways() {
 				s.Spec.Name, ran, progress))
 		}()
 	}
+}
+
+// maxBundleOutput bounds the output an SDF bundle holds before it is
+// checkpointed: a bundle's output waits in memory until it finishes, so an
+// unsplit source would hold all it reads.
+const maxBundleOutput = 32 << 20
+
+// checkpointLarge asks a bundle that has buffered more than maxBundleOutput
+// to stop at its next claim; the rest runs as a bundle of its own. It
+// reports whether it asked.
+func (r *sdfRun) checkpointLarge() bool {
+	limit := r.s.Spec.MaxBundleOutput
+	if limit <= 0 {
+		limit = maxBundleOutput
+	}
+	for t := range r.running {
+		if t.inst == "" || t.worker.Buffered(t.inst) < limit {
+			continue
+		}
+		r.split = t
+		req := fnapi.SplitRequest{Instruction: t.inst, TransformID: r.s.Spec.Source,
+			Fraction: 0, EstimatedElements: int64(len(t.in))}
+		w, inst := t.worker, t.inst
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			sr, err := w.Split(r.ctx, req)
+			r.send(sdfEvent{task: t, inst: inst, splitDone: true, split: sr, err: err})
+		}()
+		return true
+	}
+	return false
 }
 
 // checkpointForDrain asks a running bundle that has not been asked yet to

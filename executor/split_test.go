@@ -115,6 +115,7 @@ func runSDFStage(t *testing.T, width int, src restrictionSource, fake func(n int
 // sdfFake is how a test's Restrictions fake workers behave.
 type sdfFake struct {
 	pace            time.Duration
+	stream          bool
 	refuse          bool
 	crashAfterSplit func(n int) bool
 }
@@ -122,7 +123,7 @@ type sdfFake struct {
 func restrictions(f sdfFake) func(int) *fnapitest.Worker {
 	return func(n int) *fnapitest.Worker {
 		return &fnapitest.Worker{Echo: map[string]string{"src": "sink"}, Restrictions: true,
-			Pace: f.pace, RefuseSplits: f.refuse, CrashAfterSplit: f.crashAfterSplit != nil && f.crashAfterSplit(n)}
+			Pace: f.pace, RefuseSplits: f.refuse, StreamOutput: f.stream, CrashAfterSplit: f.crashAfterSplit != nil && f.crashAfterSplit(n)}
 	}
 }
 
@@ -278,5 +279,21 @@ func TestRunawayBundleReported(t *testing.T) {
 	}
 	if w := warnings[0]; !strings.Contains(w, "stage stage:") || !strings.Contains(w, "without finishing") || !strings.Contains(w, "progress:") {
 		t.Errorf("warning %q does not name the stage and give progress", w)
+	}
+}
+
+// TestLargeBundlesCheckpointed: an SDF bundle whose output grows past
+// MaxBundleOutput is checkpointed, so its output is committed in pieces
+// rather than held whole; every position still comes out once.
+func TestLargeBundlesCheckpointed(t *testing.T) {
+	p, err := runSDFStage(t, 2, restrictionSource{{0, 400}},
+		restrictions(sdfFake{pace: 200 * time.Microsecond, stream: true}),
+		func(s *SDKStageSpec) { s.MaxBundleOutput = 200 }) // 50 positions
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.check(t, 400)
+	if p.bundles < 4 {
+		t.Errorf("ran %d bundles for 1600 bytes of output at 200 bytes a bundle, want several", p.bundles)
 	}
 }

@@ -289,3 +289,19 @@ func (w *Worker) Finalize(ctx context.Context, instruction string) error {
 		return ctx.Err()
 	}
 }
+
+// Buffered returns how many output bytes a running bundle has sent so far
+// (they are held until it finishes), or 0 once it is gone.
+func (w *Worker) Buffered(instruction string) int {
+	b := w.bundle(instruction)
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, o := range b.outputs {
+		n += o.Len()
+	}
+	return n
+}

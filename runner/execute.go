@@ -55,6 +55,9 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		return err
 	}
 	defer closeStore()
+	if testHookStore != nil {
+		testHookStore(store)
+	}
 	workers := newWorkerSet(fn, plan.Components.GetEnvironments())
 	defer workers.stopAll()
 	p := e.Parallelism
@@ -127,6 +130,9 @@ func importance(s fnpb.LogEntry_Severity_Enum) jobpb.JobMessage_MessageImportanc
 	}
 	return jobpb.JobMessage_JOB_MESSAGE_DETAILED
 }
+
+// testHookStore, if set, is handed each job's store once it is open.
+var testHookStore func(*state.Store)
 
 // buildGraph makes one executor node per stage.
 func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, store *state.Store, j *Job, late *executor.LateData, parallelism int) (*executor.Graph, error) {

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -123,3 +124,25 @@ type Kind byte
 const (
 	KindShuffle Kind = 1
 )
+
+// Count returns how many records of kind k the store holds, over every
+// namespace. It scans the whole store: for tests and diagnostics.
+func (s *Store) Count(k Kind) (int, error) {
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		return 0, fmt.Errorf("state: count: %w", err)
+	}
+	defer it.Close()
+	n := 0
+	for valid := it.First(); valid; valid = it.Next() {
+		key := it.Key()
+		l, w := binary.Uvarint(key)
+		if w <= 0 || uint64(len(key)-w) <= l {
+			continue
+		}
+		if Kind(key[w+int(l)]) == k {
+			n++
+		}
+	}
+	return n, it.Error()
+}

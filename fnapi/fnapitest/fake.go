@@ -36,6 +36,9 @@ type Worker struct {
 	Pace         time.Duration
 	// RefuseSplits makes the worker decline every split.
 	RefuseSplits bool
+	// StreamOutput makes a Restrictions worker send each position as it
+	// produces it, rather than all at the end of the bundle.
+	StreamOutput bool
 	// CrashAfterSplit makes the worker drop its connections a few positions
 	// after its first accepted split.
 	CrashAfterSplit bool
@@ -234,7 +237,7 @@ func (s *server) process(id string) {
 		b.mu.Unlock()
 		if s.w.Restrictions {
 			var ok bool
-			if in, ok = s.restrictions(b, in); !ok {
+			if in, ok = s.restrictions(b, in, id, sink); !ok {
 				return
 			}
 		}
@@ -245,7 +248,7 @@ func (s *server) process(id string) {
 
 // restrictions processes a bundle's restrictions one position at a time,
 // and reports false if the worker crashed meanwhile.
-func (s *server) restrictions(b *bundleIn, in []byte) ([]byte, bool) {
+func (s *server) restrictions(b *bundleIn, in []byte, id, sink string) ([]byte, bool) {
 	b.mu.Lock()
 	for ; len(in) >= 8; in = in[8:] {
 		b.elems = append(b.elems, [2]uint32{binary.BigEndian.Uint32(in), binary.BigEndian.Uint32(in[4:])})
@@ -274,7 +277,13 @@ func (s *server) restrictions(b *bundleIn, in []byte) ([]byte, bool) {
 			b.mu.Unlock()
 			return out, true
 		}
-		out = appendPosition(out, b.pos)
+		if s.w.StreamOutput {
+			// As the Go SDK does, output leaves as it is produced.
+			pos := appendPosition(nil, b.pos)
+			_ = s.send(nil, &fnpb.Elements{Data: []*fnpb.Elements_Data{{InstructionId: id, TransformId: sink, Data: pos}}})
+		} else {
+			out = appendPosition(out, b.pos)
+		}
 		b.pos++
 		if s.w.CrashAfterSplit && b.split > 0 && crashIn < 0 {
 			crashIn = 3
