@@ -76,6 +76,7 @@ func TestStreamingStateStaysBounded(t *testing.T) {
 	in := beam.WindowInto(s, window.NewFixedWindows(time.Second), teststream.Create(s, cfg))
 	counts := beam.ParDo(s, &windowBagFn{Seen: state.MakeBagState[int]("seen"), Flush: timers.InEventTime("flush")},
 		beam.ParDo(s, keyOne, in))
+	counts = beam.WindowInto(s, window.NewGlobalWindows(), counts)
 	passert.Count(s, counts, "firings", windows*keys)
 	passert.Sum(s, counts, "values", windows*keys, 2*windows*keys)
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -56,6 +57,9 @@ type Store struct {
 	// store that can no longer persist fails the job rather than stalling
 	// or dropping data.
 	failed atomic.Pointer[error]
+	// closing guards Close against a concurrent Count.
+	closing sync.RWMutex
+	closed  bool
 }
 
 // Err returns the store's first background failure, if any.
@@ -111,6 +115,9 @@ func Open(opts Options) (*Store, error) {
 
 // Close closes the store.
 func (s *Store) Close() error {
+	s.closing.Lock()
+	defer s.closing.Unlock()
+	s.closed = true
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("state: close: %w", err)
 	}
@@ -128,6 +135,11 @@ const (
 // Count returns how many records of kind k the store holds, over every
 // namespace. It scans the whole store: for tests and diagnostics.
 func (s *Store) Count(k Kind) (int, error) {
+	s.closing.RLock()
+	defer s.closing.RUnlock()
+	if s.closed {
+		return 0, errors.New("state: count: the store is closed")
+	}
 	it, err := s.db.NewIter(nil)
 	if err != nil {
 		return 0, fmt.Errorf("state: count: %w", err)
