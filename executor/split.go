@@ -266,15 +266,22 @@ func (r *sdfRun) maybeSplit() {
 	if pick == nil {
 		return
 	}
-	r.split = pick
-	req := fnapi.SplitRequest{Instruction: pick.inst, TransformID: r.s.Spec.Source,
-		Fraction: 0.5, EstimatedElements: int64(len(pick.in))}
-	w, inst := pick.worker, pick.inst
+	r.askSplit(pick, 0.5)
+}
+
+// askSplit asks t's running bundle to keep fraction of its remaining work;
+// the answer comes back as an event. Fraction 0 is a checkpoint: the
+// bundle stops at its next claim.
+func (r *sdfRun) askSplit(t *sdfTask, fraction float64) {
+	r.split = t
+	req := fnapi.SplitRequest{Instruction: t.inst, TransformID: r.s.Spec.Source,
+		Fraction: fraction, EstimatedElements: int64(len(t.in))}
+	w, inst := t.worker, t.inst
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		sr, err := w.Split(r.ctx, req)
-		r.send(sdfEvent{task: pick, inst: inst, splitDone: true, split: sr, err: err})
+		r.send(sdfEvent{task: t, inst: inst, splitDone: true, split: sr, err: err})
 	}()
 }
 
@@ -333,16 +340,7 @@ func (r *sdfRun) checkpointLarge() bool {
 		if t.inst == "" || t.worker.Buffered(t.inst) < limit {
 			continue
 		}
-		r.split = t
-		req := fnapi.SplitRequest{Instruction: t.inst, TransformID: r.s.Spec.Source,
-			Fraction: 0, EstimatedElements: int64(len(t.in))}
-		w, inst := t.worker, t.inst
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			sr, err := w.Split(r.ctx, req)
-			r.send(sdfEvent{task: t, inst: inst, splitDone: true, split: sr, err: err})
-		}()
+		r.askSplit(t, 0)
 		return true
 	}
 	return false
@@ -357,16 +355,7 @@ func (r *sdfRun) checkpointForDrain() {
 			continue
 		}
 		t.drainSplit = true
-		r.split = t
-		req := fnapi.SplitRequest{Instruction: t.inst, TransformID: r.s.Spec.Source,
-			Fraction: 0, EstimatedElements: int64(len(t.in))}
-		w, inst := t.worker, t.inst
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			sr, err := w.Split(r.ctx, req)
-			r.send(sdfEvent{task: t, inst: inst, splitDone: true, split: sr, err: err})
-		}()
+		r.askSplit(t, 0)
 		return
 	}
 }

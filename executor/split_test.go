@@ -287,7 +287,7 @@ func TestRunawayBundleReported(t *testing.T) {
 // rather than held whole; every position still comes out once.
 func TestLargeBundlesCheckpointed(t *testing.T) {
 	p, err := runSDFStage(t, 2, restrictionSource{{0, 400}},
-		restrictions(sdfFake{pace: 200 * time.Microsecond, stream: true}),
+		restrictions(sdfFake{pace: time.Millisecond, stream: true}),
 		func(s *SDKStageSpec) { s.MaxBundleOutput = 200 }) // 50 positions
 	if err != nil {
 		t.Fatal(err)
