@@ -415,13 +415,8 @@ func (s *SDKStage) runOn(ctx context.Context, desc, source string, sinks []strin
 			}
 		}
 		if err == nil {
-			if s.Spec.Metrics != nil {
-				s.Spec.Metrics(res.Response.GetMonitoringInfos(), true)
-			}
-			if s.Spec.Finalize && res.Response.GetRequiresFinalization() {
-				if err := s.worker.Finalize(ctx, res.Instruction); err != nil {
-					return nil, fmt.Errorf("stage %s: finalize bundle: %w", s.Spec.Name, err)
-				}
+			if err := s.succeeded(ctx, s.worker, res); err != nil {
+				return nil, err
 			}
 			return res, nil
 		}
@@ -442,6 +437,20 @@ func (s *SDKStage) runOn(ctx context.Context, desc, source string, sinks []strin
 		}
 		s.worker = w
 	}
+}
+
+// succeeded records a finished bundle's metrics as committed and runs its
+// finalization callbacks, now that the runner keeps its results.
+func (s *SDKStage) succeeded(ctx context.Context, w *fnapi.Worker, res *fnapi.BundleResult) error {
+	if s.Spec.Metrics != nil {
+		s.Spec.Metrics(res.Response.GetMonitoringInfos(), true)
+	}
+	if s.Spec.Finalize && res.Response.GetRequiresFinalization() {
+		if err := w.Finalize(ctx, res.Instruction); err != nil {
+			return fmt.Errorf("stage %s: finalize bundle: %w", s.Spec.Name, err)
+		}
+	}
+	return nil
 }
 
 func joinLines(ls []string) string {

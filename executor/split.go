@@ -412,16 +412,10 @@ func (r *sdfRun) splitAnswered(t *sdfTask, ev sdfEvent) error {
 
 // finished commits a bundle like flush does a single one.
 func (r *sdfRun) finished(t *sdfTask, res *fnapi.BundleResult) error {
-	s := r.s
-	if s.Spec.Metrics != nil {
-		s.Spec.Metrics(res.Response.GetMonitoringInfos(), true)
+	if err := r.s.succeeded(r.ctx, t.worker, res); err != nil {
+		return err
 	}
-	if s.Spec.Finalize && res.Response.GetRequiresFinalization() {
-		if err := t.worker.Finalize(r.ctx, res.Instruction); err != nil {
-			return fmt.Errorf("stage %s: finalize bundle: %w", s.Spec.Name, err)
-		}
-	}
-	return s.commit(r.ctx, res)
+	return r.s.commit(r.ctx, res)
 }
 
 // failed retries a bundle lost with its worker, as run does, on its primary.
