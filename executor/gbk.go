@@ -86,15 +86,11 @@ func (g *GroupByKey) Process(_ context.Context, _ int, elems [][]byte) error {
 		now = g.now()
 	}
 	for _, e := range elems {
-		wv, _, err := g.In.Decode(e, g.windows)
+		wv, k, v, err := decodeKV(g.Name, g.In, g.Key, e, g.windows)
 		if err != nil {
-			return fmt.Errorf("group by key %s: decode element: %w", g.Name, err)
+			return err
 		}
 		g.windows = wv.Windows
-		k, v, err := wire.SplitKV(g.Key, wv.Value)
-		if err != nil {
-			return fmt.Errorf("group by key %s: %w", g.Name, err)
-		}
 		g.Late.arrival(wv.Timestamp, now)
 		for _, w := range wv.Windows {
 			if g.expired(wire.WindowMaxTimestamp(w)) {
@@ -127,13 +123,31 @@ func (g *GroupByKey) Process(_ context.Context, _ int, elems [][]byte) error {
 
 func (g *GroupByKey) drop(win, k, v []byte, wv wire.WindowedValue) error {
 	g.Dropped++
-	if g.Late == nil {
+	return reportDrop(g.Name, g.Late, Dropped{Reason: DropLate, Window: win, Timestamp: wv.Timestamp, Pane: wv.Pane,
+		Key: k, Value: v, Watermark: g.wm, AllowedLateness: g.AllowedLateness})
+}
+
+// decodeKV splits a group-by-key input element into its header, key and
+// value; windows is scratch space for the decoded windows.
+func decodeKV(name string, in *wire.Codec, key wire.Measure, e []byte, windows [][]byte) (wire.WindowedValue, []byte, []byte, error) {
+	wv, _, err := in.Decode(e, windows)
+	if err != nil {
+		return wv, nil, nil, fmt.Errorf("group by key %s: decode element: %w", name, err)
+	}
+	k, v, err := wire.SplitKV(key, wv.Value)
+	if err != nil {
+		return wv, nil, nil, fmt.Errorf("group by key %s: %w", name, err)
+	}
+	return wv, k, v, nil
+}
+
+// reportDrop hands a dropped element to the job's late-data record, if any.
+func reportDrop(name string, late *TransformLate, d Dropped) error {
+	if late == nil {
 		return nil
 	}
-	err := g.Late.Drop(Dropped{Reason: DropLate, Window: win, Timestamp: wv.Timestamp, Pane: wv.Pane,
-		Key: k, Value: v, Watermark: g.wm, AllowedLateness: g.AllowedLateness})
-	if err != nil {
-		return fmt.Errorf("group by key %s: %w", g.Name, err)
+	if err := late.Drop(d); err != nil {
+		return fmt.Errorf("group by key %s: %w", name, err)
 	}
 	return nil
 }

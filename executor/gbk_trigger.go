@@ -101,15 +101,11 @@ func (g *TriggeredGroupByKey) Process(ctx context.Context, _ int, elems [][]byte
 	now := g.now()
 	dropped := g.DroppedLate + g.DroppedClosed
 	for _, e := range elems {
-		wv, _, err := g.In.Decode(e, g.scratch)
+		wv, k, v, err := decodeKV(g.Name, g.In, g.Key, e, g.scratch)
 		if err != nil {
-			return fmt.Errorf("group by key %s: decode element: %w", g.Name, err)
+			return err
 		}
 		g.scratch = wv.Windows
-		k, v, err := wire.SplitKV(g.Key, wv.Value)
-		if err != nil {
-			return fmt.Errorf("group by key %s: %w", g.Name, err)
-		}
 		g.Late.arrival(wv.Timestamp, now)
 		for _, win := range wv.Windows {
 			if err := g.add(win, k, v, wv, now); err != nil {
@@ -158,15 +154,8 @@ func (g *TriggeredGroupByKey) add(win, k, v []byte, wv wire.WindowedValue, now m
 }
 
 func (g *TriggeredGroupByKey) drop(why DropReason, win, k, v []byte, wv wire.WindowedValue) error {
-	if g.Late == nil {
-		return nil
-	}
-	err := g.Late.Drop(Dropped{Reason: why, Window: win, Timestamp: wv.Timestamp, Pane: wv.Pane,
+	return reportDrop(g.Name, g.Late, Dropped{Reason: why, Window: win, Timestamp: wv.Timestamp, Pane: wv.Pane,
 		Key: k, Value: v, Watermark: g.wm, AllowedLateness: g.AllowedLateness})
-	if err != nil {
-		return fmt.Errorf("group by key %s: %w", g.Name, err)
-	}
-	return nil
 }
 
 func windowID(k, win []byte) string {
