@@ -100,10 +100,16 @@ func (b *bundle) receive(d *fnpb.Elements_Data) {
 	}
 	buf.Write(d.GetData())
 	if d.GetIsLast() {
-		b.waiting--
-		if b.waiting == 0 {
-			b.closeLocked()
-		}
+		b.lastLocked()
+	}
+}
+
+// lastLocked counts one output stream (a sink or a timer family) ended; the
+// bundle is done with the last of them.
+func (b *bundle) lastLocked() {
+	b.waiting--
+	if b.waiting == 0 {
+		b.closeLocked()
 	}
 }
 
@@ -118,10 +124,7 @@ func (b *bundle) receiveTimers(t *fnpb.Elements_Timers) {
 	}
 	buf.Write(t.GetTimers())
 	if t.GetIsLast() {
-		b.waiting--
-		if b.waiting == 0 {
-			b.closeLocked()
-		}
+		b.lastLocked()
 	}
 }
 
