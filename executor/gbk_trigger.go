@@ -19,7 +19,8 @@ import (
 // when processing time moves. It keeps each window until the watermark
 // passes its end plus the allowed lateness, then emits the final pane and
 // forgets it; elements later than that, and elements for a window whose
-// trigger has finished, are dropped and counted. The default trigger
+// trigger has finished, are dropped and counted. In the global window a
+// finished trigger starts over rather than closing it (see fire). The default trigger
 // without allowed lateness does not come here: GroupByKey fires those
 // groups once, from the shuffle buffer.
 //
@@ -165,12 +166,21 @@ func windowID(k, win []byte) string {
 }
 
 // fire runs the trigger's firing and emits the pane it makes.
+//
+// A finished trigger closes its window, as Beam's model says, except in the
+// global window: that window never expires while the input runs, so closing
+// it would drop every later element of the key for the life of the job. There
+// the trigger starts over instead, and the pane is not the last.
 func (g *TriggeredGroupByKey) fire(w *trigWindow, c triggers.Context) {
 	g.Trigger.OnFire(&w.state, c)
-	g.emitPane(w, w.state.Finished())
-	if w.state.Finished() {
-		w.closed = true
+	finished := w.state.Finished()
+	if finished && w.maxTS == mtime.EndOfGlobalWindowTime {
+		g.emitPane(w, false)
+		w.state = g.Trigger.NewState()
+		return
 	}
+	g.emitPane(w, finished)
+	w.closed = finished
 }
 
 // emitPane emits the window's pane if new values arrived since the last

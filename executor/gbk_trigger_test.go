@@ -121,3 +121,60 @@ func TestTriggeredGroupByKeyPanes(t *testing.T) {
 		t.Errorf("dropped late %d closed %d, want 1 and 0", g.DroppedLate, g.DroppedClosed)
 	}
 }
+
+// A trigger that finishes closes a bounded window, and later elements are
+// dropped; in the global window it starts over instead.
+func TestTriggeredGroupByKeyFinishedTrigger(t *testing.T) {
+	count2 := &pipepb.Trigger{Trigger: &pipepb.Trigger_ElementCount_{ElementCount: &pipepb.Trigger_ElementCount{ElementCount: 2}}}
+	for _, tc := range []struct {
+		name        string
+		window      []byte
+		measure     wire.Measure
+		wantPanes   []int // values per pane
+		wantDropped int64
+	}{
+		{"fixed window closes", wire.AppendIntervalWindow(nil, 0, 100), ivMeasure, []int{2}, 1},
+		{"global window starts over", nil, func([]byte) (int, error) { return 0, nil }, []int{2, 1}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, err := triggers.FromProto(count2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch := make(chan envelope, 100)
+			out := &Output{ports: [][]*edgeOut{{{part: Forward, to: []chan envelope{ch}, chIdx: []int{0}}}}}
+			in := wire.NewCodec(tc.measure, func(b []byte) (int, error) { return len(b), nil })
+			g := &TriggeredGroupByKey{Name: "gbk", In: in, Key: lpMeasure, OutputTime: pipepb.OutputTime_END_OF_WINDOW,
+				Trigger: tr, Out: out}
+			ctx := context.Background()
+			for ts := mtime.Time(10); ts <= 30; ts += 10 {
+				val := append(binary.AppendUvarint(nil, 1), 'k', 'v')
+				e := wire.AppendWindowedValue(nil, ts, tc.window, []byte{wire.PaneNoFiring}, val)
+				if err := g.Process(ctx, 0, [][]byte{e}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := g.Watermark(ctx, 0, mtime.MaxTimestamp); err != nil {
+				t.Fatal(err)
+			}
+			var got []int
+			for len(ch) > 0 {
+				env := <-ch
+				for _, e := range env.msg.Elems {
+					wv, _, err := in.Decode(e, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					_, rest, err := wire.SplitKV(lpMeasure, wv.Value)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got = append(got, int(binary.BigEndian.Uint32(rest)))
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.wantPanes) || g.DroppedClosed != tc.wantDropped {
+				t.Errorf("panes %v dropped %d, want %v and %d", got, g.DroppedClosed, tc.wantPanes, tc.wantDropped)
+			}
+		})
+	}
+}
