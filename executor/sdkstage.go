@@ -79,9 +79,14 @@ type SDKStage struct {
 
 	pending [][]byte
 	bytes   int
-	side    *sideState
-	sides   []*sideInput
-	mainWM  mtime.Time // input watermark of the main input
+	// waiting holds main-input elements whose side windows are not yet
+	// complete; waitHold is their least timestamp.
+	waiting    [][]byte
+	waitHold   mtime.Time
+	winScratch [][]byte
+	side       *sideState
+	sides      []*sideInput
+	mainWM     mtime.Time // input watermark of the main input
 	// wm turns the main input's watermark and the stage's holds into the
 	// output watermark.
 	wm    *watermarkmgr.Manager
@@ -106,7 +111,8 @@ type SDKStage struct {
 
 // NewSDKStage returns one subtask's operator.
 func NewSDKStage(spec *SDKStageSpec, out *Output) *SDKStage {
-	s := &SDKStage{Spec: spec, Out: out, mainWM: mtime.MinTimestamp, wm: watermarkmgr.New(1)}
+	s := &SDKStage{Spec: spec, Out: out, mainWM: mtime.MinTimestamp, wm: watermarkmgr.New(1),
+		waitHold: mtime.MaxTimestamp}
 	s.side = &sideState{stage: spec.Name, by: map[[2]string]*sideInput{}}
 	for _, si := range spec.SideInputs {
 		in := newSideInput(si)
@@ -126,30 +132,91 @@ func NewSDKStage(spec *SDKStageSpec, out *Output) *SDKStage {
 	return s
 }
 
+// sidesReady reports whether every side input has ended. Timers wait for
+// that: a timer may read any window of a side input.
 func (s *SDKStage) sidesReady() bool {
 	for _, si := range s.sides {
-		if !si.ready {
+		if !si.done() {
 			return false
 		}
 	}
 	return true
 }
 
-// Process implements Operator.
+// Process implements Operator. A main-input element waits until the side
+// window each of its windows maps to is complete in every side input.
 func (s *SDKStage) Process(ctx context.Context, port int, elems [][]byte) error {
 	if port > 0 {
 		if port > len(s.sides) {
 			return fmt.Errorf("stage %s: input on unknown port %d", s.Spec.Name, port)
 		}
+		s.side.mu.Lock()
+		defer s.side.mu.Unlock()
 		return s.sides[port-1].add(elems)
 	}
 	for _, e := range elems {
+		ready, ts, err := s.readyForSides(e)
+		if err != nil {
+			return err
+		}
+		if !ready {
+			s.waiting = append(s.waiting, e)
+			s.waitHold = min(s.waitHold, ts)
+			continue
+		}
 		s.pending = append(s.pending, e)
 		s.bytes += len(e)
 	}
-	if s.full() && s.sidesReady() {
+	if s.full() {
 		return s.flush(ctx)
 	}
+	return nil
+}
+
+// readyForSides reports whether element e may run now, and its timestamp.
+func (s *SDKStage) readyForSides(e []byte) (bool, mtime.Time, error) {
+	if s.sidesReady() {
+		return true, 0, nil
+	}
+	wv, _, err := s.Spec.MainCodec.Decode(e, s.winScratch)
+	if err != nil {
+		return false, 0, fmt.Errorf("stage %s: main input: %w", s.Spec.Name, err)
+	}
+	s.winScratch = wv.Windows
+	for _, w := range wv.Windows {
+		end := wire.WindowMaxTimestamp(w)
+		for _, si := range s.sides {
+			if !si.readyFor(end) {
+				return false, wv.Timestamp, nil
+			}
+		}
+	}
+	return true, wv.Timestamp, nil
+}
+
+// release moves the waiting elements whose side windows are now complete
+// to the pending input, in arrival order.
+func (s *SDKStage) release() error {
+	if len(s.waiting) == 0 {
+		return nil
+	}
+	still := s.waiting[:0]
+	hold := mtime.MaxTimestamp
+	for _, e := range s.waiting {
+		ready, ts, err := s.readyForSides(e)
+		if err != nil {
+			return err
+		}
+		if !ready {
+			still = append(still, e)
+			hold = min(hold, ts)
+			continue
+		}
+		s.pending = append(s.pending, e)
+		s.bytes += len(e)
+	}
+	clear(s.waiting[len(still):])
+	s.waiting, s.waitHold = still, hold
 	return nil
 }
 
@@ -164,27 +231,30 @@ func (s *SDKStage) full() bool {
 	return len(s.pending) >= maxE || s.bytes >= maxB
 }
 
-// Watermark implements Operator. A side input is complete once its
-// watermark reaches the end of time; until then main input waits.
+// Watermark implements Operator. A side input's watermark completes its
+// windows and releases the main-input elements waiting for them; the main
+// input's fires timers once every side input has ended.
 func (s *SDKStage) Watermark(ctx context.Context, port int, wm mtime.Time) error {
 	if port > 0 {
-		if wm >= mtime.MaxTimestamp {
-			s.sides[port-1].ready = true
+		s.side.mu.Lock()
+		s.sides[port-1].wm = max(s.sides[port-1].wm, wm)
+		s.side.mu.Unlock()
+		if err := s.release(); err != nil {
+			return err
 		}
 	} else {
 		s.mainWM = wm
 	}
-	if !s.sidesReady() {
-		return nil
-	}
 	if err := s.flush(ctx); err != nil {
 		return err
 	}
-	if err := s.fireDue(ctx, timers.EventTime, s.mainWM); err != nil {
-		return err
-	}
-	if err := s.collect(s.mainWM); err != nil {
-		return err
+	if s.sidesReady() {
+		if err := s.fireDue(ctx, timers.EventTime, s.mainWM); err != nil {
+			return err
+		}
+		if err := s.collect(s.mainWM); err != nil {
+			return err
+		}
 	}
 	return s.forwardWatermark(ctx)
 }
@@ -201,6 +271,11 @@ func (s *SDKStage) forwardWatermark(ctx context.Context) error {
 	} else {
 		s.wm.ReleaseHold(holdResiduals)
 	}
+	if len(s.waiting) > 0 {
+		s.wm.SetHold(holdSideInputs, s.waitHold)
+	} else {
+		s.wm.ReleaseHold(holdSideInputs)
+	}
 	if s.timers != nil {
 		s.wm.SetHold(holdTimers, s.timers.Hold())
 	}
@@ -215,21 +290,25 @@ func (s *SDKStage) forwardWatermark(ctx context.Context) error {
 const (
 	holdResiduals watermarkmgr.HoldID = "residuals" // SDF residuals waiting
 	holdTimers    watermarkmgr.HoldID = "timers"    // output timestamps of live timers
+	// holdSideInputs: main-input elements waiting for their side windows.
+	holdSideInputs watermarkmgr.HoldID = "side inputs"
 )
 
 // Barrier implements Operator: close the bundle so the snapshot sees no
 // element half-processed.
 func (s *SDKStage) Barrier(ctx context.Context, _ BarrierID) error {
-	if !s.sidesReady() {
-		return nil
-	}
 	return s.flush(ctx)
 }
 
 // Finish implements Operator: run until no residual is left.
 func (s *SDKStage) Finish(ctx context.Context) error {
+	s.side.mu.Lock()
 	for _, si := range s.sides {
-		si.ready = true
+		si.wm = mtime.MaxTimestamp
+	}
+	s.side.mu.Unlock()
+	if err := s.release(); err != nil {
+		return err
 	}
 	for len(s.pending) > 0 {
 		if s.draining() {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
 
 	"github.com/weir-runner/weir/wire"
@@ -15,13 +16,16 @@ type SideInputSpec struct {
 	Multimap               bool
 	Codec                  *wire.Codec
 	Key                    wire.Measure // multimap only
+	Windows                SideWindows
 }
 
 // sideInput holds one side input's elements per encoded window, as the
 // SDK's state requests ask for them.
 type sideInput struct {
-	spec  SideInputSpec
-	ready bool
+	spec SideInputSpec
+	// wm is the side input's watermark: a side window it has passed is
+	// complete, and its values no longer change.
+	wm mtime.Time
 	// values holds, per window, the concatenated values (iterable) or, per
 	// window and key, the concatenated values of that key (multimap).
 	values map[string][]byte
@@ -30,10 +34,21 @@ type sideInput struct {
 }
 
 func newSideInput(spec SideInputSpec) *sideInput {
-	return &sideInput{spec: spec, values: map[string][]byte{},
+	return &sideInput{spec: spec, wm: mtime.MinTimestamp, values: map[string][]byte{},
 		byKey: map[string]map[string][]byte{}, keys: map[string][]string{}}
 }
 
+// done reports whether the side input has ended.
+func (s *sideInput) done() bool { return s.wm >= mtime.MaxTimestamp }
+
+// readyFor reports whether the side window that the main window ending at
+// mainMax maps to is complete.
+func (s *sideInput) readyFor(mainMax mtime.Time) bool {
+	return s.done() || s.wm > s.spec.Windows.ReadyAfter(mainMax)
+}
+
+// add takes side-input elements in. Bundles may be reading other windows
+// of the side input meanwhile; the caller holds the stage's side lock.
 func (s *sideInput) add(elems [][]byte) error {
 	var windows [][]byte
 	for _, e := range elems {
@@ -66,8 +81,9 @@ func (s *sideInput) add(elems [][]byte) error {
 	return nil
 }
 
-// sideState answers a stage's side-input state requests. The side inputs
-// are complete and never change while bundles read them.
+// sideState answers a stage's side-input state requests. A bundle reads
+// only side windows that are complete; later windows of the same side input
+// may grow meanwhile, under mu.
 type sideState struct {
 	stage string
 	mu    sync.RWMutex
@@ -79,6 +95,8 @@ func (h *sideState) HandleState(req *fnpb.StateRequest) (*fnpb.StateResponse, er
 	if req.GetGet() == nil {
 		return nil, fmt.Errorf("stage %s: only reads of side inputs are supported, got %T", h.stage, req.GetRequest())
 	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	var data []byte
 	switch k := req.GetStateKey().GetType().(type) {
 	case *fnpb.StateKey_IterableSideInput_:

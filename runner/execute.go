@@ -287,7 +287,9 @@ func sdkSpec(plan *translate.Plan, s *translate.Stage, fn *fnapi.Server, workers
 		}
 		pc := plan.PColls[in.PColl]
 		si := executor.SideInputSpec{TransformID: in.Side.TransformID, LocalName: in.Side.LocalName,
-			Multimap: in.Side.Pattern == translate.URNSideMultimap, Codec: pc.Codec, Key: pc.Key}
+			Multimap: in.Side.Pattern == translate.URNSideMultimap, Codec: pc.Codec, Key: pc.Key,
+			Windows: executor.SideWindows{Size: mtime.Time(in.Side.Size), Period: mtime.Time(in.Side.Period),
+				Offset: mtime.Time(in.Side.Offset)}}
 		if si.Multimap && si.Key == nil {
 			return nil, fmt.Errorf("stage %s: multimap side input %s is not a KV", s.Name, pc.Name)
 		}

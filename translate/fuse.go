@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/weir-runner/weir/wire"
 )
@@ -107,10 +108,32 @@ func (b *builder) addSideInputs(s *Stage, id string) {
 	t := b.comps.Transforms[id]
 	pd := b.pardo(id)
 	for _, local := range sortedKeys(pd.GetSideInputs()) {
-		s.Inputs = append(s.Inputs, Input{PColl: t.GetInputs()[local], Side: &SideInput{
-			TransformID: id, LocalName: local,
-			Pattern: pd.GetSideInputs()[local].GetAccessPattern().GetUrn()}})
+		pc := t.GetInputs()[local]
+		side := &SideInput{TransformID: id, LocalName: local,
+			Pattern: pd.GetSideInputs()[local].GetAccessPattern().GetUrn()}
+		ws := b.comps.WindowingStrategies[b.comps.Pcollections[pc].GetWindowingStrategyId()]
+		side.Size, side.Period, side.Offset = sideWindows(ws.GetWindowFn())
+		s.Inputs = append(s.Inputs, Input{PColl: pc, Side: side})
 	}
+}
+
+// sideWindows reads a side input's fixed or sliding window function; any
+// other gives zeros, and the side input is then complete only at its end.
+func sideWindows(fn *pipepb.FunctionSpec) (size, period, offset int64) {
+	switch fn.GetUrn() {
+	case URNFixedWindows:
+		var p pipepb.FixedWindowsPayload
+		if proto.Unmarshal(fn.GetPayload(), &p) == nil && p.GetSize().AsDuration() > 0 {
+			return p.GetSize().AsDuration().Milliseconds(), 0, p.GetOffset().AsTime().UnixMilli()
+		}
+	case URNSlidingWindows:
+		var p pipepb.SlidingWindowsPayload
+		if proto.Unmarshal(fn.GetPayload(), &p) == nil && p.GetSize().AsDuration() > 0 && p.GetPeriod().AsDuration() > 0 {
+			return p.GetSize().AsDuration().Milliseconds(), p.GetPeriod().AsDuration().Milliseconds(),
+				p.GetOffset().AsTime().UnixMilli()
+		}
+	}
+	return 0, 0, 0
 }
 
 func (b *builder) stageOfProducer(pcoll string) *Stage {

@@ -62,6 +62,12 @@ type SideInput struct {
 	TransformID string
 	LocalName   string
 	Pattern     string // URNSideIterable or URNSideMultimap
+	// Size, Period and Offset (milliseconds) describe the side input's
+	// fixed (Period 0) or sliding windows, so the runner knows when a side
+	// window is complete. Size 0: the global window, or a window function
+	// the runner does not interpret; such a side input is complete when it
+	// ends.
+	Size, Period, Offset int64
 }
 
 // Stage is a unit of execution: parallel subtasks of one kind.
