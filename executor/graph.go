@@ -19,6 +19,10 @@ type Node struct {
 	Inputs []NodeInput
 	// Outputs is the number of output ports.
 	Outputs int
+	// Arrivals, if set, records the arrival delay of every element the
+	// node emits: set for sources, whose output is where event time enters
+	// the job.
+	Arrivals *TransformLate
 }
 
 // NodeInput connects an input port to an output port of an earlier node.
@@ -176,7 +180,7 @@ func (g *Graph) wire() ([][]*subtask, error) {
 		for j := range n.Parallelism {
 			ports := make([][]*edgeOut, n.Outputs)
 			subs[i] = append(subs[i], &subtask{node: i, index: j,
-				inbox: make(chan envelope, size), out: &Output{ports: ports}})
+				inbox: make(chan envelope, size), out: &Output{ports: ports, arrivals: n.Arrivals}})
 		}
 	}
 	for i, n := range g.Nodes {

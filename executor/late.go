@@ -67,6 +67,7 @@ type TransformLate struct {
 	Arrivals metrics.Histogram
 
 	owner                      *LateData
+	source                     bool // a source: arrivals only, it drops nothing
 	droppedLate, droppedClosed atomic.Int64
 
 	mu       sync.Mutex // guards the log bookkeeping below
@@ -89,6 +90,14 @@ func (l *LateData) Transform(id, name string) *TransformLate {
 		l.transforms[id] = t
 		l.order = append(l.order, t)
 	}
+	return t
+}
+
+// Source returns the account of a source transform, which records only
+// arrival delays: what it emits is where event time enters the job.
+func (l *LateData) Source(id, name string) *TransformLate {
+	t := l.Transform(id, name)
+	t.source = true
 	return t
 }
 
@@ -291,7 +300,9 @@ func (l *LateData) MonitoringInfos() []*pipepb.MonitoringInfo {
 	nowMS := l.now().UnixMilli()
 	var out []*pipepb.MonitoringInfo
 	for _, t := range ts {
-		out = append(out, metrics.UserCounter(MetricsNamespace, MetricDroppedLate, t.ID, t.droppedLate.Load()))
+		if !t.source {
+			out = append(out, metrics.UserCounter(MetricsNamespace, MetricDroppedLate, t.ID, t.droppedLate.Load()))
+		}
 		if n := t.droppedClosed.Load(); n > 0 {
 			out = append(out, metrics.UserCounter(MetricsNamespace, MetricDroppedClosed, t.ID, n))
 		}

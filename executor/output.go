@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+
+	"github.com/weir-runner/weir/wire"
 )
 
 // Partition says how an edge spreads elements over consumer subtasks.
@@ -48,6 +51,11 @@ type Output struct {
 	ports [][]*edgeOut
 	// buckets is scratch space for hash partitioning.
 	buckets [][][]byte
+	// arrivals, if set, records the arrival delay of what is emitted, by
+	// the wall clock or, once a TestStream drives it, by synthetic time.
+	arrivals  *TransformLate
+	synthetic bool
+	pt        mtime.Time
 }
 
 // Emit sends elements to every edge of output port.
@@ -57,6 +65,9 @@ func (o *Output) Emit(ctx context.Context, port int, elems [][]byte) error {
 	}
 	if port < 0 || port >= len(o.ports) {
 		return fmt.Errorf("executor: emit to output %d of %d", port, len(o.ports))
+	}
+	if o.arrivals != nil {
+		o.observe(elems)
 	}
 	for _, e := range o.ports[port] {
 		if err := o.emitEdge(ctx, e, elems); err != nil {
@@ -114,6 +125,7 @@ func (o *Output) Watermark(ctx context.Context, wm mtime.Time) error {
 
 // ProcessingTime sends a synthetic processing time on every channel.
 func (o *Output) ProcessingTime(ctx context.Context, t mtime.Time) error {
+	o.synthetic, o.pt = true, t
 	return o.broadcast(ctx, Message{Kind: KindProcessingTime, Watermark: t})
 }
 
@@ -144,5 +156,18 @@ func send(ctx context.Context, to chan envelope, env envelope) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// observe records the arrival delays of emitted elements.
+func (o *Output) observe(elems [][]byte) {
+	now := o.pt
+	if !o.synthetic {
+		now = mtime.FromTime(time.Now())
+	}
+	for _, e := range elems {
+		if len(e) >= 8 {
+			o.arrivals.arrival(wire.DecodeTime(e), now)
+		}
 	}
 }

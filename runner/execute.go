@@ -183,6 +183,7 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 			n.Parallelism = 1
 			src := testStreamSource(s)
 			n.NewSource = func(int, *executor.Output) (executor.Source, error) { return src, nil }
+			n.Arrivals = late.Source(s.Transforms[0], s.Name)
 		case translate.KindFlatten:
 			n.New = func(_ int, out *executor.Output) (executor.Operator, error) { return &executor.Flatten{Out: out}, nil }
 		case translate.KindGBK:
@@ -210,6 +211,9 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 			if err != nil {
 				return nil, err
 			}
+			if readsImpulse(plan, s) {
+				n.Arrivals = late.Source(s.Transforms[0], s.Name)
+			}
 			n.New = func(sub int, out *executor.Output) (executor.Operator, error) {
 				st := executor.NewSDKStage(spec, out)
 				if s.Stateful != nil {
@@ -222,6 +226,22 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 		g.Nodes = append(g.Nodes, n)
 	}
 	return g, nil
+}
+
+// readsImpulse reports whether an SDK stage is a source: its main input is
+// an Impulse, so what it emits (an SDF's reads, generated elements) enters
+// the job there.
+func readsImpulse(plan *translate.Plan, s *translate.Stage) bool {
+	if len(s.Inputs) == 0 {
+		return false
+	}
+	pc := plan.PColls[s.Inputs[0].PColl]
+	for _, p := range plan.Stages {
+		if p.ID == pc.Producer {
+			return p.Kind == translate.KindImpulse
+		}
+	}
+	return false
 }
 
 func outputIndex(plan *translate.Plan, pc *translate.PColl) int {

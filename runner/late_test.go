@@ -71,6 +71,15 @@ func TestLateDataEndToEnd(t *testing.T) {
 		t.Errorf("arrival_delay_ms_p99 of %s: %+v", gbk, g.Gauges())
 	}
 
+	// The source's arrival delays: every element the TestStream emitted,
+	// by its synthetic processing time.
+	d := res.Metrics().Query(func(r beam.MetricResult) bool {
+		return r.Namespace() == "weir" && r.Name() == "arrival_delay_ms" && r.Transform() != gbk
+	})
+	if len(d.Distributions()) != 1 || d.Distributions()[0].Committed.Count != 5 {
+		t.Errorf("source arrival_delay_ms: %+v, want one distribution of 5 elements", d.Distributions())
+	}
+
 	b, err := os.ReadFile(dl)
 	if err != nil {
 		t.Fatal(err)
