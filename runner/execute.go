@@ -32,7 +32,11 @@ func NewLocalExecutor() Executor { return &LocalExecutor{} }
 
 // Execute implements Executor.
 func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
-	plan, err := translate.Build(j.Pipeline, translate.Options{})
+	opts, err := translateOptions(j)
+	if err != nil {
+		return err
+	}
+	plan, err := translate.Build(j.Pipeline, opts)
 	if err != nil {
 		return err
 	}
