@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/weir-runner/weir/kafkaio"
 )
@@ -37,10 +39,10 @@ type pyReadPayload struct {
 	MaxReadTime            *int64            `beam:"max_read_time"`
 	CommitOffsetInFinalize bool              `beam:"commit_offset_in_finalize"`
 	TimestampPolicy        string            `beam:"timestamp_policy"`
-	ConsumerPollingTimeout int64             `beam:"consumer_polling_timeout"`
-	Redistribute           bool              `beam:"redistribute"`
-	RedistributeNumKeys    int32             `beam:"redistribute_num_keys"`
-	AllowDuplicates        bool              `beam:"allow_duplicates"`
+	ConsumerPollingTimeout *int64            `beam:"consumer_polling_timeout"`
+	Redistribute           *bool             `beam:"redistribute"`
+	RedistributeNumKeys    *int32            `beam:"redistribute_num_keys"`
+	AllowDuplicates        *bool             `beam:"allow_duplicates"`
 }
 
 // withStop and withExtra carry fields Beam's Go SDK never sends.
@@ -146,7 +148,7 @@ func TestReadConfig(t *testing.T) {
 			ConsumerConfig: map[string]string{"bootstrap.servers": "k:9092", "auto.offset.reset": "earliest"},
 			Topics:         []string{"t"}, KeyDeserializer: byteArrayDeserializer, ValueDeserializer: byteArrayDeserializer,
 			MaxNumRecords: ptr[int64](5), TimestampPolicy: "CreateTime",
-			ConsumerPollingTimeout: 2, Redistribute: true, RedistributeNumKeys: 4, AllowDuplicates: true,
+			ConsumerPollingTimeout: ptr[int64](2), Redistribute: ptr(true), RedistributeNumKeys: ptr[int32](4), AllowDuplicates: ptr(true),
 		},
 		want: kafkaio.ReadConfig{
 			BootstrapServers: []string{"k:9092"}, Topics: []string{"t"},
@@ -242,6 +244,16 @@ func TestReadConfigErrors(t *testing.T) {
 		name:    "not a payload",
 		payload: []byte("this is not a protocol buffer"),
 		want:    []string{"ExternalConfigurationPayload"},
+	}, {
+		// The SDK's schema code panics on a field without a name.
+		name: "malformed schema",
+		payload: func() []byte {
+			b, _ := proto.Marshal(&pipepb.ExternalConfigurationPayload{Schema: &pipepb.Schema{
+				Fields: []*pipepb.Field{{Name: "", Type: atomicType(pipepb.AtomicType_STRING, false)}},
+			}})
+			return b
+		}(),
+		want: []string{"ExternalConfigurationPayload"},
 	}, {
 		name: "empty payload",
 		want: []string{"empty payload"},
