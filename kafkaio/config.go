@@ -65,6 +65,12 @@ type ReadConfig struct {
 	MaxRecords        int64 `json:"max_records,omitempty"`
 	MaxReadTimeMillis int64 `json:"max_read_time_millis,omitempty"`
 
+	// CommitOffsetsInFinalize commits the offsets read to the consumer
+	// group (consumer_config["group.id"]) once their output is committed,
+	// as Beam's KafkaIO commitOffsetsInFinalize does, so the group's lag
+	// shows progress and a later read with StartCommitted resumes there.
+	CommitOffsetsInFinalize bool `json:"commit_offsets_in_finalize,omitempty"`
+
 	// WithMetadata makes the output a KafkaRecord (topic, partition,
 	// offset, timestamp, headers, key, value) rather than KV<key, value>.
 	WithMetadata bool `json:"with_metadata,omitempty"`

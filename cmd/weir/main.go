@@ -1,7 +1,7 @@
 // Command weir is the weir runner's binary: a Beam job server and small
 // clients for it.
 //
-//	weir serve  [--host=localhost] [--job-port=8099] [--staging-dir=DIR]
+//	weir serve  [--host=localhost] [--job-port=8099] [--staging-dir=DIR] [--expansion-port=-1]
 //	weir jobs   [--endpoint=localhost:8099]
 //	weir cancel [--endpoint=localhost:8099] JOB
 //	weir drain  [--endpoint=localhost:8099] JOB

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/weir-runner/weir/expansion"
 	"github.com/weir-runner/weir/runner"
 )
 
@@ -28,6 +29,7 @@ func serve(args []string, stdout io.Writer) error {
 	stagingDir := fs.String("staging-dir", "", "directory for staged artifacts (default: a temporary directory)")
 	keep := fs.Bool("keep-artifacts", false, "keep each job's staged artifacts after it ends")
 	timeout := fs.Duration("shutdown-timeout", 30*time.Second, "how long to wait for running jobs on shutdown")
+	expPort := fs.Int("expansion-port", -1, "port of an expansion service for Beam's kafkaio transforms (0 picks a free port; -1 serves none)")
 	debugAddr := fs.String("debug-addr", "", "if set, serve Go's net/http/pprof profiles on this address (e.g. localhost:6060)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -50,6 +52,14 @@ func serve(args []string, stdout io.Writer) error {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	var exp *expansion.Server
+	if *expPort >= 0 {
+		exp, err = serveExpansion(net.JoinHostPort(*host, strconv.Itoa(*expPort)), log, stdout)
+		if err != nil {
+			lis.Close()
+			return err
+		}
 	}
 	s := runner.NewServer(runner.NewLocalExecutor(), runner.ServerOptions{
 		StagingRoot:   *stagingDir,
@@ -75,8 +85,30 @@ func serve(args []string, stdout io.Writer) error {
 	sctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	err = s.Stop(sctx)
+	if exp != nil {
+		if eerr := exp.Stop(sctx); err == nil {
+			err = eerr
+		}
+	}
 	if serr := <-served; !errors.Is(serr, runner.ErrServerClosed) && err == nil {
 		err = serr
 	}
 	return err
+}
+
+// serveExpansion serves weir's expansion service on addr in the background.
+func serveExpansion(addr string, log *slog.Logger, stdout io.Writer) (*expansion.Server, error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("expansion service: listen on %s: %w", addr, err)
+	}
+	exp := expansion.NewServer(expansion.NewService(expansion.Options{Logger: log}))
+	go func() {
+		if err := exp.Serve(lis); err != nil {
+			log.Error("weir: expansion service stopped serving", "err", err)
+		}
+	}()
+	log.Info("weir: expansion service listening", "endpoint", lis.Addr().String())
+	fmt.Fprintf(stdout, "weir expansion service on %s; give it to Beam's kafkaio as the expansion address\n", lis.Addr())
+	return exp, nil
 }
