@@ -25,6 +25,9 @@ type LocalExecutor struct {
 	// Parallelism is the number of subtasks per stage; default the number
 	// of cores.
 	Parallelism int
+	// NoLift runs combines unlifted unless a job's CombineLiftingOption
+	// says otherwise.
+	NoLift bool
 }
 
 // NewLocalExecutor returns the executor that runs jobs in this process.
@@ -32,7 +35,7 @@ func NewLocalExecutor() Executor { return &LocalExecutor{} }
 
 // Execute implements Executor.
 func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
-	opts, err := translateOptions(j)
+	opts, err := translateOptions(j, e.NoLift)
 	if err != nil {
 		return err
 	}

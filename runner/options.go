@@ -16,9 +16,10 @@ const CombineLiftingOption = "weir_combine_lifting"
 
 var _ = flag.Bool(CombineLiftingOption, true, "weir: run combines lifted (precombine before the shuffle); false runs them on grouped values")
 
-// translateOptions reads the job's pipeline options that shape its plan.
-func translateOptions(j *Job) (translate.Options, error) {
-	var o translate.Options
+// translateOptions reads the job's pipeline options that shape its plan,
+// over the executor's defaults.
+func translateOptions(j *Job, noLift bool) (translate.Options, error) {
+	o := translate.Options{NoLift: noLift}
 	if v := pipelineOption(j.Options, CombineLiftingOption); v != "" {
 		lift, err := strconv.ParseBool(v)
 		if err != nil {
