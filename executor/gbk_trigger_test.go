@@ -8,7 +8,9 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/weir-runner/weir/state"
 	"github.com/weir-runner/weir/triggers"
 	"github.com/weir-runner/weir/wire"
 )
@@ -53,6 +55,17 @@ func paneString(t *testing.T, e []byte) string {
 		p[0]&1 != 0, p[0]&2 != 0, binary.BigEndian.Uint32(rest), wv.Timestamp)
 }
 
+// memWindows is a window store in a store in memory.
+func memWindows(t *testing.T) *state.TriggerWindows {
+	t.Helper()
+	s, err := state.Open(state.Options{Dir: "trig", FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s.NewTriggerWindows("gbk/0")
+}
+
 func TestTriggeredGroupByKeyPanes(t *testing.T) {
 	// AfterWatermark with early firings every 2 elements and late firings
 	// after each element, accumulating, 50 ms allowed lateness.
@@ -71,7 +84,7 @@ func TestTriggeredGroupByKeyPanes(t *testing.T) {
 	out := &Output{ports: [][]*edgeOut{{{part: Forward, to: []chan envelope{ch}, chIdx: []int{0}}}}}
 	g := &TriggeredGroupByKey{Name: "gbk", In: wire.NewCodec(ivMeasure, func(b []byte) (int, error) { return len(b), nil }),
 		Key: lpMeasure, OutputTime: pipepb.OutputTime_END_OF_WINDOW, Trigger: tr, Accumulating: true,
-		AllowedLateness: 50, Out: out}
+		AllowedLateness: 50, Out: out, Windows: memWindows(t)}
 	ctx := context.Background()
 	elem := func(ts mtime.Time) {
 		val := append(binary.AppendUvarint(nil, 1), 'k', 'v')
@@ -145,7 +158,7 @@ func TestTriggeredGroupByKeyFinishedTrigger(t *testing.T) {
 			out := &Output{ports: [][]*edgeOut{{{part: Forward, to: []chan envelope{ch}, chIdx: []int{0}}}}}
 			in := wire.NewCodec(tc.measure, func(b []byte) (int, error) { return len(b), nil })
 			g := &TriggeredGroupByKey{Name: "gbk", In: in, Key: lpMeasure, OutputTime: pipepb.OutputTime_END_OF_WINDOW,
-				Trigger: tr, Out: out}
+				Trigger: tr, Out: out, Windows: memWindows(t)}
 			ctx := context.Background()
 			for ts := mtime.Time(10); ts <= 30; ts += 10 {
 				val := append(binary.AppendUvarint(nil, 1), 'k', 'v')
