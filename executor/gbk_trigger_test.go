@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
@@ -189,5 +191,69 @@ func TestTriggeredGroupByKeyFinishedTrigger(t *testing.T) {
 				t.Errorf("panes %v dropped %d, want %v and %d", got, g.DroppedClosed, tc.wantPanes, tc.wantDropped)
 			}
 		})
+	}
+}
+
+// TestTriggeredGroupByKeyWakes: processing-time deadlines come from the
+// heap: NextWake names the earliest, and Wake fires only the windows due.
+func TestTriggeredGroupByKeyWakes(t *testing.T) {
+	delay := &pipepb.Trigger{Trigger: &pipepb.Trigger_AfterProcessingTime_{AfterProcessingTime: &pipepb.Trigger_AfterProcessingTime{
+		TimestampTransforms: []*pipepb.TimestampTransform{{TimestampTransform: &pipepb.TimestampTransform_Delay_{
+			Delay: &pipepb.TimestampTransform_Delay{DelayMillis: 10}}}}}}}
+	tr, err := triggers.FromProto(&pipepb.Trigger{Trigger: &pipepb.Trigger_Repeat_{Repeat: &pipepb.Trigger_Repeat{Subtrigger: delay}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.UnixMilli(1000)
+	ch := make(chan envelope, 100)
+	out := &Output{ports: [][]*edgeOut{{{part: Forward, to: []chan envelope{ch}, chIdx: []int{0}}}}}
+	g := &TriggeredGroupByKey{Name: "gbk", In: wire.NewCodec(ivMeasure, func(b []byte) (int, error) { return len(b), nil }),
+		Key: lpMeasure, OutputTime: pipepb.OutputTime_END_OF_WINDOW, Trigger: tr, Out: out, Windows: memWindows(t),
+		Now: func() time.Time { return clock }}
+	ctx := context.Background()
+	elem := func(start mtime.Time) {
+		val := append(binary.AppendUvarint(nil, 1), 'k', 'v')
+		e := wire.AppendWindowedValue(nil, start, wire.AppendIntervalWindow(nil, start, start+100), []byte{wire.PaneNoFiring}, val)
+		if err := g.Process(ctx, 0, [][]byte{e}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := g.NextWake(); ok {
+		t.Fatal("a wake-up before any element")
+	}
+	elem(0) // deadline 1010
+	clock = clock.Add(5 * time.Millisecond)
+	elem(100) // deadline 1015
+	elem(0)
+	if at, ok := g.NextWake(); !ok || at.UnixMilli() != 1010 {
+		t.Fatalf("NextWake = %v, %v; want 1010", at.UnixMilli(), ok)
+	}
+	if err := g.Wake(ctx, time.UnixMilli(1012)); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	drain := func() {
+		for len(ch) > 0 {
+			for _, e := range (<-ch).msg.Elems {
+				got = append(got, paneString(t, e))
+			}
+		}
+	}
+	drain()
+	if len(got) != 1 || !strings.HasPrefix(got[0], "k@100 EARLY 0/-1") || !strings.Contains(got[0], "n=2") {
+		t.Fatalf("after the first wake-up: %q", got)
+	}
+	if at, ok := g.NextWake(); !ok || at.UnixMilli() != 1015 {
+		t.Fatalf("NextWake = %v, %v; want 1015", at.UnixMilli(), ok)
+	}
+	if err := g.Wake(ctx, time.UnixMilli(1015)); err != nil {
+		t.Fatal(err)
+	}
+	drain()
+	if len(got) != 2 || !strings.HasPrefix(got[1], "k@200 EARLY 0/-1") {
+		t.Fatalf("after the second wake-up: %q", got)
+	}
+	if _, ok := g.NextWake(); ok {
+		t.Error("a wake-up with nothing armed")
 	}
 }
