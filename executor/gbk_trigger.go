@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -377,5 +376,3 @@ func (g *TriggeredGroupByKey) Barrier(context.Context, BarrierID) error { return
 // Finish implements Operator: every input ended, so the watermark reached
 // the end of time and every window has expired.
 func (g *TriggeredGroupByKey) Finish(context.Context) error { return nil }
-
-var errNotInterval = errors.New("merging windows need interval windows")

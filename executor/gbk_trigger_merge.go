@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -10,6 +11,8 @@ import (
 	"github.com/weir-runner/weir/triggers"
 	"github.com/weir-runner/weir/wire"
 )
+
+var errNotInterval = errors.New("merging windows need interval windows")
 
 // session is one of a key's open session windows, read for merging.
 type session struct {

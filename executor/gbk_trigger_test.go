@@ -257,3 +257,27 @@ func TestTriggeredGroupByKeyWakes(t *testing.T) {
 		t.Error("a wake-up with nothing armed")
 	}
 }
+
+// TestTriggeredGroupByKeyCorruptWindow: a metadata record the operator
+// cannot read fails the transform with its name, never a panic.
+func TestTriggeredGroupByKeyCorruptWindow(t *testing.T) {
+	tr, err := triggers.FromProto(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := memWindows(t)
+	win := wire.AppendIntervalWindow(nil, 0, 100)
+	key := append(binary.AppendUvarint(nil, 1), 'k')
+	for _, bad := range [][]byte{{0}, {0, 1, 2, 4, 9}, {0, 0, 0, 0, 1, 1, 0}} {
+		id := state.WindowID{KeyGroup: KeyGroup(key), End: 99, Key: key, Window: win}
+		if err := ws.SetMeta(id, bad); err != nil {
+			t.Fatal(err)
+		}
+		g := &TriggeredGroupByKey{Name: "Sum/GBK", In: wire.NewCodec(ivMeasure, func(b []byte) (int, error) { return len(b), nil }),
+			Key: lpMeasure, Trigger: tr, AllowedLateness: 5, Windows: ws}
+		e := wire.AppendWindowedValue(nil, 10, win, []byte{wire.PaneNoFiring}, append(key, 'v'))
+		if err := g.Process(context.Background(), 0, [][]byte{e}); err == nil || !strings.Contains(err.Error(), "group by key Sum/GBK") {
+			t.Errorf("metadata %x: error %v, want one naming the transform", bad, err)
+		}
+	}
+}

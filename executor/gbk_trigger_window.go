@@ -76,37 +76,68 @@ func (w *trigWindow) appendMeta(b []byte) ([]byte, error) {
 var errMeta = errors.New("malformed window metadata")
 
 func (w *trigWindow) decodeMeta(t *triggers.Trigger, b []byte) error {
-	if len(b) < 1 {
+	r := metaReader{b: b}
+	flags := r.byte()
+	w.fresh = int64(r.uvarint())
+	w.minTS, w.maxValTS = mtime.Time(r.varint()), mtime.Time(r.varint())
+	panes := r.bytes(r.uvarint())
+	if r.bad {
 		return errMeta
 	}
-	w.closed = b[0]&1 != 0
-	b = b[1:]
-	var vals [4]uint64
-	for i := range vals {
-		var n int
-		if i == 1 || i == 2 {
-			var v int64
-			v, n = binary.Varint(b)
-			vals[i] = uint64(v)
-		} else {
-			vals[i], n = binary.Uvarint(b)
-		}
-		if n <= 0 {
-			return errMeta
-		}
-		b = b[n:]
-	}
-	w.fresh, w.minTS, w.maxValTS = int64(vals[0]), mtime.Time(int64(vals[1])), mtime.Time(int64(vals[2]))
-	if vals[3] > uint64(len(b)) {
-		return errMeta
-	}
-	if err := w.panes.UnmarshalBinary(b[:vals[3]]); err != nil {
+	w.closed = flags&1 != 0
+	if err := w.panes.UnmarshalBinary(panes); err != nil {
 		return err
 	}
-	if err := w.state.UnmarshalBinary(b[vals[3]:]); err != nil {
+	if err := w.state.UnmarshalBinary(r.b); err != nil {
 		return err
 	}
 	return t.Check(&w.state)
+}
+
+// metaReader reads a metadata record; bad sticks once a read fails.
+type metaReader struct {
+	b   []byte
+	bad bool
+}
+
+func (r *metaReader) byte() byte {
+	if len(r.b) < 1 {
+		r.bad = true
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+func (r *metaReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.bad = true
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *metaReader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.bad = true
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *metaReader) bytes(n uint64) []byte {
+	if r.bad || n > uint64(len(r.b)) {
+		r.bad = true
+		return nil
+	}
+	v := r.b[:n]
+	r.b = r.b[n:]
+	return v
 }
 
 // load reads an open window; nil if it is not open.
