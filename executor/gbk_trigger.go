@@ -1,15 +1,17 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 
+	"github.com/weir-runner/weir/state"
 	"github.com/weir-runner/weir/triggers"
 	"github.com/weir-runner/weir/wire"
 )
@@ -20,12 +22,15 @@ import (
 // passes its end plus the allowed lateness, then emits the final pane and
 // forgets it; elements later than that, and elements for a window whose
 // trigger has finished, are dropped and counted. In the global window a
-// finished trigger starts over rather than closing it (see fire). The default trigger
-// without allowed lateness does not come here: GroupByKey fires those
-// groups once, from the shuffle buffer.
+// finished trigger starts over rather than closing it (see fire). With
+// merging windows (sessions) each element's window merges at once with the
+// key's windows it meets, their values and trigger states merged as Beam's
+// OnMerge says. The default trigger without allowed lateness does not come
+// here: GroupByKey fires those groups once, from the shuffle buffer.
 //
-// Windows wait in memory; moving their values and trigger state into the
-// store is the next step.
+// Windows, their values and their trigger state live in Windows (the job's
+// store), not in Go memory; only processing-time deadlines are kept in
+// memory, one per window that has one.
 type TriggeredGroupByKey struct {
 	Name            string
 	In              *wire.Codec
@@ -33,7 +38,9 @@ type TriggeredGroupByKey struct {
 	OutputTime      pipepb.OutputTime_Enum
 	Trigger         *triggers.Trigger
 	Accumulating    bool
+	Merging         bool       // sessions: windows are interval windows that merge
 	AllowedLateness mtime.Time // milliseconds
+	Windows         TriggerWindows
 	Out             *Output
 	// Now reads the wall clock; nil means time.Now. Unused once a TestStream
 	// drives processing time.
@@ -46,32 +53,26 @@ type TriggeredGroupByKey struct {
 	// DroppedClosed those that arrived after their window's trigger finished.
 	DroppedLate, DroppedClosed int64
 
-	windows   map[string]*trigWindow
+	started   bool
+	deadlines deadlines
 	wm, outWM mtime.Time // input watermark; watermark passed downstream
 	synthetic bool       // processing time comes from a TestStream
 	pt        mtime.Time // synthetic processing time
 	scratch   [][]byte
+	meta, val []byte   // scratch for encoding
 	out       [][]byte // panes waiting to be emitted
 }
 
-// trigWindow is one (key, window)'s buffered values and trigger state.
-type trigWindow struct {
-	key, window []byte
-	maxTS       mtime.Time
-	values      [][]byte
-	minTS       mtime.Time // of the values since the last pane
-	maxValTS    mtime.Time
-	fresh       int // values since the last pane
-	state       triggers.State
-	panes       triggers.PaneTracker
-	closed      bool
-}
-
-func (g *TriggeredGroupByKey) init() {
-	if g.windows == nil {
-		g.windows = map[string]*trigWindow{}
-		g.wm, g.outWM = mtime.MinTimestamp, mtime.MinTimestamp
+func (g *TriggeredGroupByKey) init() error {
+	if g.started {
+		return nil
 	}
+	if g.Windows == nil {
+		return fmt.Errorf("group by key %s: no store for its windows", g.Name)
+	}
+	g.started = true
+	g.wm, g.outWM = mtime.MinTimestamp, mtime.MinTimestamp
+	return g.rebuild()
 }
 
 func (g *TriggeredGroupByKey) now() mtime.Time {
@@ -85,7 +86,7 @@ func (g *TriggeredGroupByKey) now() mtime.Time {
 }
 
 func (g *TriggeredGroupByKey) ctx(w *trigWindow, now mtime.Time) triggers.Context {
-	return triggers.Context{MaxTimestamp: w.maxTS, Watermark: g.wm, Now: now, SyncNow: now}
+	return triggers.Context{MaxTimestamp: w.id.End, Watermark: g.wm, Now: now, SyncNow: now, Merging: g.Merging}
 }
 
 // expiry is the watermark past which a window is gone.
@@ -98,7 +99,9 @@ func (g *TriggeredGroupByKey) expiry(maxTS mtime.Time) mtime.Time {
 
 // Process implements Operator.
 func (g *TriggeredGroupByKey) Process(ctx context.Context, _ int, elems [][]byte) error {
-	g.init()
+	if err := g.init(); err != nil {
+		return err
+	}
 	now := g.now()
 	dropped := g.DroppedLate + g.DroppedClosed
 	for _, e := range elems {
@@ -123,46 +126,59 @@ func (g *TriggeredGroupByKey) Process(ctx context.Context, _ int, elems [][]byte
 }
 
 func (g *TriggeredGroupByKey) add(win, k, v []byte, wv wire.WindowedValue, now mtime.Time) error {
-	ts := wv.Timestamp
 	maxTS := wire.WindowMaxTimestamp(win)
 	if g.expiry(maxTS) < g.wm {
 		g.DroppedLate++
 		return g.drop(DropLate, win, k, v, wv)
 	}
-	id := windowID(k, win)
-	w := g.windows[id]
-	if w == nil {
-		w = &trigWindow{key: append([]byte(nil), k...), window: append([]byte(nil), win...),
-			maxTS: maxTS, state: g.Trigger.NewState()}
-		g.windows[id] = w
+	id := state.WindowID{KeyGroup: KeyGroup(k), End: maxTS, Key: k, Window: win}
+	var w *trigWindow
+	var err error
+	if g.Merging {
+		w, err = g.mergeInto(id, now)
+	} else {
+		w, err = g.open(id)
+	}
+	if err != nil {
+		return err
 	}
 	if w.closed {
+		if err := g.saveIfNew(w); err != nil {
+			return err
+		}
 		g.DroppedClosed++
 		return g.drop(DropClosed, win, k, v, wv)
 	}
+	ts := wv.Timestamp
 	if w.fresh == 0 {
 		w.minTS, w.maxValTS = ts, ts
 	}
 	w.minTS, w.maxValTS = min(w.minTS, ts), max(w.maxValTS, ts)
 	w.fresh++
-	w.values = append(w.values, append([]byte(nil), v...))
+	if err := g.Windows.Append(w.id, v); err != nil {
+		return g.wrap(err)
+	}
 	c := g.ctx(w, now)
 	g.Trigger.OnElement(&w.state, c)
 	if g.Trigger.ShouldFire(&w.state, c) {
-		g.fire(w, c)
+		if err := g.fire(w, c); err != nil {
+			return err
+		}
 	}
-	return nil
+	return g.save(w)
+}
+
+// saveIfNew keeps a window a merge just made, even when it is closed.
+func (g *TriggeredGroupByKey) saveIfNew(w *trigWindow) error {
+	if !w.isNew || !g.Merging {
+		return nil
+	}
+	return g.save(w)
 }
 
 func (g *TriggeredGroupByKey) drop(why DropReason, win, k, v []byte, wv wire.WindowedValue) error {
 	return reportDrop(g.Name, g.Late, Dropped{Reason: why, Window: win, Timestamp: wv.Timestamp, Pane: wv.Pane,
 		Key: k, Value: v, Watermark: g.wm, AllowedLateness: g.AllowedLateness})
-}
-
-func windowID(k, win []byte) string {
-	b := binary.AppendUvarint(make([]byte, 0, len(k)+len(win)+2), uint64(len(k)))
-	b = append(b, k...)
-	return string(append(b, win...))
 }
 
 // fire runs the trigger's firing and emits the pane it makes.
@@ -171,66 +187,69 @@ func windowID(k, win []byte) string {
 // global window: that window never expires while the input runs, so closing
 // it would drop every later element of the key for the life of the job. There
 // the trigger starts over instead, and the pane is not the last.
-func (g *TriggeredGroupByKey) fire(w *trigWindow, c triggers.Context) {
+func (g *TriggeredGroupByKey) fire(w *trigWindow, c triggers.Context) error {
 	g.Trigger.OnFire(&w.state, c)
 	finished := w.state.Finished()
-	if finished && w.maxTS == mtime.EndOfGlobalWindowTime {
-		g.emitPane(w, false)
+	if finished && w.id.End == mtime.EndOfGlobalWindowTime {
 		w.state = g.Trigger.NewState()
-		return
+		return g.emitPane(w, false)
 	}
-	g.emitPane(w, finished)
 	w.closed = finished
+	return g.emitPane(w, finished)
 }
 
 // emitPane emits the window's pane if new values arrived since the last
 // one, and keeps or drops the values as the accumulation mode says.
-func (g *TriggeredGroupByKey) emitPane(w *trigWindow, final bool) {
-	if w.fresh > 0 {
-		pane := w.panes.Next(w.maxTS, g.wm, g.outWM, final)
-		g.out = append(g.out, g.encode(w, pane))
+func (g *TriggeredGroupByKey) emitPane(w *trigWindow, final bool) error {
+	fresh := w.fresh
+	if fresh > 0 {
+		pane := w.panes.Next(w.id.End, g.wm, g.outWM, final)
+		if err := g.encode(w, pane); err != nil {
+			return err
+		}
 	}
 	w.fresh = 0
-	if !g.Accumulating || final {
-		w.values = nil
+	if (fresh > 0 || final) && (!g.Accumulating || final) {
+		return g.wrap(g.Windows.ClearValues(w.id))
 	}
+	return nil
 }
 
-// evaluate asks every open window's trigger whether to fire, and expires
-// windows the watermark has passed, in window order.
-func (g *TriggeredGroupByKey) evaluate(now mtime.Time) {
-	ids := make([]string, 0, len(g.windows))
-	for id := range g.windows {
-		ids = append(ids, id)
+// evaluate asks an open window's trigger whether to fire, or, when expire
+// is set and the watermark has passed the window's expiry, emits its final
+// pane and forgets it (Beam's garbage collection: the final pane holds what
+// waits, without asking the trigger).
+func (g *TriggeredGroupByKey) evaluate(id state.WindowID, now mtime.Time, expire bool) error {
+	w, err := g.load(id)
+	if err != nil || w == nil {
+		return err
 	}
-	sort.Slice(ids, func(i, j int) bool {
-		a, b := g.windows[ids[i]], g.windows[ids[j]]
-		if a.maxTS != b.maxTS {
-			return a.maxTS < b.maxTS
-		}
-		return ids[i] < ids[j]
-	})
-	for _, id := range ids {
-		w := g.windows[id]
-		if g.expiry(w.maxTS) < g.wm {
-			// Beam's garbage collection: the final pane holds what waits,
-			// without asking the trigger.
-			if !w.closed {
-				g.emitPane(w, true)
+	if expire && g.expiry(w.id.End) < g.wm {
+		if !w.closed {
+			if err := g.emitPane(w, true); err != nil {
+				return err
 			}
-			delete(g.windows, id)
-			continue
 		}
-		if w.closed {
-			continue
-		}
-		if c := g.ctx(w, now); g.Trigger.ShouldFire(&w.state, c) {
-			g.fire(w, c)
-		}
+		return g.forget(w.id)
 	}
+	if w.closed {
+		return nil
+	}
+	c := g.ctx(w, now)
+	if !g.Trigger.ShouldFire(&w.state, c) {
+		return nil
+	}
+	if err := g.fire(w, c); err != nil {
+		return err
+	}
+	return g.save(w)
 }
 
+// flush commits the store's writes and emits the panes waiting.
 func (g *TriggeredGroupByKey) flush(ctx context.Context) error {
+	if err := g.Windows.Flush(); err != nil {
+		return g.wrap(err)
+	}
 	if len(g.out) == 0 {
 		return nil
 	}
@@ -241,9 +260,23 @@ func (g *TriggeredGroupByKey) flush(ctx context.Context) error {
 
 // Watermark implements Operator.
 func (g *TriggeredGroupByKey) Watermark(ctx context.Context, _ int, wm mtime.Time) error {
-	g.init()
+	if err := g.init(); err != nil {
+		return err
+	}
+	ids, err := g.reached(g.wm, wm)
+	if err != nil {
+		return err
+	}
 	g.wm = wm
-	g.evaluate(g.now())
+	now := g.now()
+	for _, id := range ids {
+		if err := g.evaluate(id, now, true); err != nil {
+			return err
+		}
+	}
+	if err := g.fireDue(now); err != nil {
+		return err
+	}
 	if err := g.flush(ctx); err != nil {
 		return err
 	}
@@ -251,72 +284,90 @@ func (g *TriggeredGroupByKey) Watermark(ctx context.Context, _ int, wm mtime.Tim
 	return g.Out.Watermark(ctx, wm)
 }
 
-// ProcessingTime implements ProcessingTimer: a TestStream moved the job's
-// processing time.
-func (g *TriggeredGroupByKey) ProcessingTime(ctx context.Context, t mtime.Time) error {
-	g.init()
-	g.synthetic, g.pt = true, t
-	if g.Trigger.HasProcessingTime() {
-		g.evaluate(t)
-		if err := g.flush(ctx); err != nil {
-			return err
-		}
+// reached lists the windows a watermark moving from old to wm concerns:
+// those whose end it passes (their triggers may fire) and those whose
+// expiry it passes, in window order. Windows the watermark had already
+// passed when they opened were asked when their elements arrived.
+func (g *TriggeredGroupByKey) reached(old, wm mtime.Time) ([]state.WindowID, error) {
+	if wm <= old {
+		return nil, nil
 	}
-	return g.Out.ProcessingTime(ctx, t)
-}
-
-// NextWake implements Waker: the earliest processing-time deadline of an
-// open window, unless a TestStream drives processing time.
-func (g *TriggeredGroupByKey) NextWake() (time.Time, bool) {
-	if g.synthetic || !g.Trigger.HasProcessingTime() {
-		return time.Time{}, false
-	}
-	best, ok := mtime.MaxTimestamp, false
-	for _, w := range g.windows {
-		if w.closed {
-			continue
-		}
-		if d, has := g.Trigger.NextDeadline(&w.state); has && d < best {
-			best, ok = d, true
-		}
-	}
-	if !ok {
-		return time.Time{}, false
-	}
-	return best.ToTime(), true
-}
-
-// Wake implements Waker.
-func (g *TriggeredGroupByKey) Wake(ctx context.Context, now time.Time) error {
-	g.init()
-	if g.synthetic {
+	var ids []state.WindowID
+	collect := func(id state.WindowID) error {
+		ids = append(ids, ownID(id))
 		return nil
 	}
-	g.evaluate(mtime.FromTime(now))
-	return g.flush(ctx)
+	if err := g.Windows.Ending(old, wm, collect); err != nil {
+		return nil, g.wrap(err)
+	}
+	lo, hi := g.beforeLateness(old), g.beforeLateness(wm)
+	if hi > old {
+		hi = old // the rest were collected above
+	}
+	if err := g.Windows.Ending(lo, hi, collect); err != nil {
+		return nil, g.wrap(err)
+	}
+	sortIDs(ids)
+	return ids, nil
 }
 
-// encode writes KV<key, iterable<value>> in the window with the pane's
-// info, stamped as the timestamp combiner says over the pane's new values.
-func (g *TriggeredGroupByKey) encode(w *trigWindow, pane triggers.Pane) []byte {
-	ts := w.maxTS
+// beforeLateness is t minus the allowed lateness: a window whose last
+// instant is before it has expired once the watermark reaches t.
+func (g *TriggeredGroupByKey) beforeLateness(t mtime.Time) mtime.Time {
+	if g.AllowedLateness >= t-mtime.MinTimestamp {
+		return mtime.MinTimestamp
+	}
+	return t - g.AllowedLateness
+}
+
+// sortIDs orders windows by their last instant, then key, then window.
+func sortIDs(ids []state.WindowID) {
+	slices.SortFunc(ids, func(a, b state.WindowID) int {
+		switch {
+		case a.End != b.End:
+			return cmpTime(a.End, b.End)
+		case !bytes.Equal(a.Key, b.Key):
+			return bytes.Compare(a.Key, b.Key)
+		}
+		return bytes.Compare(a.Window, b.Window)
+	})
+}
+
+func cmpTime(a, b mtime.Time) int {
+	if a < b {
+		return -1
+	}
+	return 1
+}
+
+// encode appends to the output KV<key, iterable<value>> in the window with
+// the pane's info, stamped as the timestamp combiner says over the pane's
+// new values. Values stream from the store into one buffer.
+func (g *TriggeredGroupByKey) encode(w *trigWindow, pane triggers.Pane) error {
+	ts := w.id.End
 	switch g.OutputTime {
 	case pipepb.OutputTime_EARLIEST_IN_PANE:
 		ts = w.minTS
 	case pipepb.OutputTime_LATEST_IN_PANE:
 		ts = w.maxValTS
 	}
-	n := len(w.key) + 4
-	for _, v := range w.values {
-		n += len(v)
-	}
-	val := make([]byte, 0, n)
-	val = append(val, w.key...)
-	val = binary.BigEndian.AppendUint32(val, uint32(len(w.values)))
-	for _, v := range w.values {
+	val := append(g.val[:0], w.id.Key...)
+	at := len(val)
+	val = append(val, 0, 0, 0, 0)
+	var n uint32
+	err := g.Windows.Values(w.id, func(v []byte) error {
 		val = append(val, v...)
+		n++
+		return nil
+	})
+	if err != nil {
+		return g.wrap(err)
 	}
-	return wire.AppendWindowedValue(make([]byte, 0, n+40), ts, w.window, triggers.AppendPane(nil, pane), val)
+	binary.BigEndian.PutUint32(val[at:], n)
+	g.val = val
+	g.out = append(g.out, wire.AppendWindowedValue(make([]byte, 0, len(val)+len(w.id.Window)+24),
+		ts, w.id.Window, triggers.AppendPane(nil, pane), val))
+	return nil
 }
 
 // Barrier implements Operator. Snapshots are not stored yet.

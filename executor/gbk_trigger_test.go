@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/weir-runner/weir/state"
 	"github.com/weir-runner/weir/triggers"
 	"github.com/weir-runner/weir/wire"
 )
@@ -53,6 +57,17 @@ func paneString(t *testing.T, e []byte) string {
 		p[0]&1 != 0, p[0]&2 != 0, binary.BigEndian.Uint32(rest), wv.Timestamp)
 }
 
+// memWindows is a window store in a store in memory.
+func memWindows(t *testing.T) *state.TriggerWindows {
+	t.Helper()
+	s, err := state.Open(state.Options{Dir: "trig", FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s.NewTriggerWindows("gbk/0")
+}
+
 func TestTriggeredGroupByKeyPanes(t *testing.T) {
 	// AfterWatermark with early firings every 2 elements and late firings
 	// after each element, accumulating, 50 ms allowed lateness.
@@ -71,7 +86,7 @@ func TestTriggeredGroupByKeyPanes(t *testing.T) {
 	out := &Output{ports: [][]*edgeOut{{{part: Forward, to: []chan envelope{ch}, chIdx: []int{0}}}}}
 	g := &TriggeredGroupByKey{Name: "gbk", In: wire.NewCodec(ivMeasure, func(b []byte) (int, error) { return len(b), nil }),
 		Key: lpMeasure, OutputTime: pipepb.OutputTime_END_OF_WINDOW, Trigger: tr, Accumulating: true,
-		AllowedLateness: 50, Out: out}
+		AllowedLateness: 50, Out: out, Windows: memWindows(t)}
 	ctx := context.Background()
 	elem := func(ts mtime.Time) {
 		val := append(binary.AppendUvarint(nil, 1), 'k', 'v')
@@ -145,7 +160,7 @@ func TestTriggeredGroupByKeyFinishedTrigger(t *testing.T) {
 			out := &Output{ports: [][]*edgeOut{{{part: Forward, to: []chan envelope{ch}, chIdx: []int{0}}}}}
 			in := wire.NewCodec(tc.measure, func(b []byte) (int, error) { return len(b), nil })
 			g := &TriggeredGroupByKey{Name: "gbk", In: in, Key: lpMeasure, OutputTime: pipepb.OutputTime_END_OF_WINDOW,
-				Trigger: tr, Out: out}
+				Trigger: tr, Out: out, Windows: memWindows(t)}
 			ctx := context.Background()
 			for ts := mtime.Time(10); ts <= 30; ts += 10 {
 				val := append(binary.AppendUvarint(nil, 1), 'k', 'v')
@@ -176,5 +191,93 @@ func TestTriggeredGroupByKeyFinishedTrigger(t *testing.T) {
 				t.Errorf("panes %v dropped %d, want %v and %d", got, g.DroppedClosed, tc.wantPanes, tc.wantDropped)
 			}
 		})
+	}
+}
+
+// TestTriggeredGroupByKeyWakes: processing-time deadlines come from the
+// heap: NextWake names the earliest, and Wake fires only the windows due.
+func TestTriggeredGroupByKeyWakes(t *testing.T) {
+	delay := &pipepb.Trigger{Trigger: &pipepb.Trigger_AfterProcessingTime_{AfterProcessingTime: &pipepb.Trigger_AfterProcessingTime{
+		TimestampTransforms: []*pipepb.TimestampTransform{{TimestampTransform: &pipepb.TimestampTransform_Delay_{
+			Delay: &pipepb.TimestampTransform_Delay{DelayMillis: 10}}}}}}}
+	tr, err := triggers.FromProto(&pipepb.Trigger{Trigger: &pipepb.Trigger_Repeat_{Repeat: &pipepb.Trigger_Repeat{Subtrigger: delay}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.UnixMilli(1000)
+	ch := make(chan envelope, 100)
+	out := &Output{ports: [][]*edgeOut{{{part: Forward, to: []chan envelope{ch}, chIdx: []int{0}}}}}
+	g := &TriggeredGroupByKey{Name: "gbk", In: wire.NewCodec(ivMeasure, func(b []byte) (int, error) { return len(b), nil }),
+		Key: lpMeasure, OutputTime: pipepb.OutputTime_END_OF_WINDOW, Trigger: tr, Out: out, Windows: memWindows(t),
+		Now: func() time.Time { return clock }}
+	ctx := context.Background()
+	elem := func(start mtime.Time) {
+		val := append(binary.AppendUvarint(nil, 1), 'k', 'v')
+		e := wire.AppendWindowedValue(nil, start, wire.AppendIntervalWindow(nil, start, start+100), []byte{wire.PaneNoFiring}, val)
+		if err := g.Process(ctx, 0, [][]byte{e}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := g.NextWake(); ok {
+		t.Fatal("a wake-up before any element")
+	}
+	elem(0) // deadline 1010
+	clock = clock.Add(5 * time.Millisecond)
+	elem(100) // deadline 1015
+	elem(0)
+	if at, ok := g.NextWake(); !ok || at.UnixMilli() != 1010 {
+		t.Fatalf("NextWake = %v, %v; want 1010", at.UnixMilli(), ok)
+	}
+	if err := g.Wake(ctx, time.UnixMilli(1012)); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	drain := func() {
+		for len(ch) > 0 {
+			for _, e := range (<-ch).msg.Elems {
+				got = append(got, paneString(t, e))
+			}
+		}
+	}
+	drain()
+	if len(got) != 1 || !strings.HasPrefix(got[0], "k@100 EARLY 0/-1") || !strings.Contains(got[0], "n=2") {
+		t.Fatalf("after the first wake-up: %q", got)
+	}
+	if at, ok := g.NextWake(); !ok || at.UnixMilli() != 1015 {
+		t.Fatalf("NextWake = %v, %v; want 1015", at.UnixMilli(), ok)
+	}
+	if err := g.Wake(ctx, time.UnixMilli(1015)); err != nil {
+		t.Fatal(err)
+	}
+	drain()
+	if len(got) != 2 || !strings.HasPrefix(got[1], "k@200 EARLY 0/-1") {
+		t.Fatalf("after the second wake-up: %q", got)
+	}
+	if _, ok := g.NextWake(); ok {
+		t.Error("a wake-up with nothing armed")
+	}
+}
+
+// TestTriggeredGroupByKeyCorruptWindow: a metadata record the operator
+// cannot read fails the transform with its name, never a panic.
+func TestTriggeredGroupByKeyCorruptWindow(t *testing.T) {
+	tr, err := triggers.FromProto(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := memWindows(t)
+	win := wire.AppendIntervalWindow(nil, 0, 100)
+	key := append(binary.AppendUvarint(nil, 1), 'k')
+	for _, bad := range [][]byte{{0}, {0, 1, 2, 4, 9}, {0, 0, 0, 0, 1, 1, 0}} {
+		id := state.WindowID{KeyGroup: KeyGroup(key), End: 99, Key: key, Window: win}
+		if err := ws.SetMeta(id, bad); err != nil {
+			t.Fatal(err)
+		}
+		g := &TriggeredGroupByKey{Name: "Sum/GBK", In: wire.NewCodec(ivMeasure, func(b []byte) (int, error) { return len(b), nil }),
+			Key: lpMeasure, Trigger: tr, AllowedLateness: 5, Windows: ws}
+		e := wire.AppendWindowedValue(nil, 10, win, []byte{wire.PaneNoFiring}, append(key, 'v'))
+		if err := g.Process(context.Background(), 0, [][]byte{e}); err == nil || !strings.Contains(err.Error(), "group by key Sum/GBK") {
+			t.Errorf("metadata %x: error %v, want one naming the transform", bad, err)
+		}
 	}
 }

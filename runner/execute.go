@@ -201,9 +201,10 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 				if err != nil {
 					return nil, fmt.Errorf("stage %s: %w", s.Name, err)
 				}
-				n.New = func(_ int, out *executor.Output) (executor.Operator, error) {
+				n.New = func(sub int, out *executor.Output) (executor.Operator, error) {
 					return &executor.TriggeredGroupByKey{Name: s.Name, In: in.Codec, Key: in.Key, OutputTime: s.OutputTime,
-						Trigger: tr, Accumulating: s.Accumulating, AllowedLateness: mtime.Time(s.AllowedLateness), Out: out, Late: acct}, nil
+						Trigger: tr, Accumulating: s.Accumulating, Merging: s.Merging, AllowedLateness: mtime.Time(s.AllowedLateness),
+						Windows: store.NewTriggerWindows(fmt.Sprintf("%s/%d", s.ID, sub)), Out: out, Late: acct}, nil
 				}
 				break
 			}

@@ -13,4 +13,10 @@
 // their window, then by window and key, then by arrival, so firing every
 // window that closed before a watermark is one forward scan and one range
 // deletion per key group.
+//
+// Triggered windows (KindTriggerWindow) keep, per key and window, one
+// metadata record and the window's values as blind appends; an index
+// (KindTriggerIndex) orders them by the window's last instant, so the
+// windows a watermark reaches, or expires, are one range scan. Like user
+// state, these put the kind right after the namespace.
 package state

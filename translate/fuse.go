@@ -28,7 +28,7 @@ func (b *builder) place(id string) {
 			s.Trigger = ws.GetTrigger()
 			s.Accumulating = ws.GetAccumulationMode() == pipepb.AccumulationMode_ACCUMULATING
 			s.AllowedLateness = ws.GetAllowedLateness()
-			s.Triggered = !s.Merging && (!isDefaultTrigger(ws.GetTrigger()) || ws.GetAllowedLateness() > 0)
+			s.Triggered = !isDefaultTrigger(ws.GetTrigger()) || ws.GetAllowedLateness() > 0
 		}
 		if urn == URNTestStream {
 			b.placeTestStream(s, id)

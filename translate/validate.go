@@ -111,9 +111,6 @@ func (b *builder) validateWindowing(where, pcoll string, grouping bool) []error 
 	if _, err := triggers.FromProto(ws.GetTrigger()); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", where, err))
 	}
-	if ws.GetWindowFn().GetUrn() == URNSessions {
-		errs = append(errs, fmt.Errorf("%s: triggers other than the default on merging windows (sessions) are not supported yet", where))
-	}
 	switch m := ws.GetAccumulationMode(); m {
 	case pipepb.AccumulationMode_UNSPECIFIED, pipepb.AccumulationMode_DISCARDING, pipepb.AccumulationMode_ACCUMULATING:
 	default:

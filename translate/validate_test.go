@@ -44,3 +44,49 @@ func TestRefusesBadWindowing(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionsWithTriggers: session windows with a trigger other than the
+// default, or with allowed lateness, run the triggered group, told that its
+// windows merge; with neither they stay on the default path.
+func TestSessionsWithTriggers(t *testing.T) {
+	build := func(s beam.Scope) {
+		kv := beam.AddFixedKey(s, beam.Create(s, 1, 2, 3))
+		beam.GroupByKey(s.Scope("Group"), kv)
+	}
+	early := &pipepb.Trigger{Trigger: &pipepb.Trigger_AfterEndOfWindow_{AfterEndOfWindow: &pipepb.Trigger_AfterEndOfWindow{
+		EarlyFirings: &pipepb.Trigger{Trigger: &pipepb.Trigger_ElementCount_{ElementCount: &pipepb.Trigger_ElementCount{ElementCount: 2}}}}}}
+	for name, tc := range map[string]struct {
+		trigger   *pipepb.Trigger
+		lateness  int64
+		triggered bool
+	}{
+		"early firings":        {early, 0, true},
+		"allowed lateness":     {nil, 1000, true},
+		"default, no lateness": {nil, 0, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pp := marshal(t, scoped(build)())
+			for _, ws := range pp.GetComponents().GetWindowingStrategies() {
+				ws.WindowFn = &pipepb.FunctionSpec{Urn: URNSessions}
+				ws.MergeStatus = pipepb.MergeStatus_NEEDS_MERGE
+				ws.Trigger, ws.AllowedLateness = tc.trigger, tc.lateness
+			}
+			plan, err := Build(pp, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, s := range plan.Stages {
+				if s.Kind == KindGBK {
+					found = true
+					if !s.Merging || s.Triggered != tc.triggered {
+						t.Errorf("stage %s: merging %v triggered %v, want true and %v", s.Name, s.Merging, s.Triggered, tc.triggered)
+					}
+				}
+			}
+			if !found {
+				t.Fatal("no group-by-key stage")
+			}
+		})
+	}
+}

@@ -15,6 +15,10 @@
 //     PaneTracker.Next (final if State.Finished), if it holds new elements.
 //  4. When the watermark passes the window's end plus allowed lateness:
 //     emit a final pane if new elements wait, and forget the window.
+//  5. With merging windows (sessions), set Context.Merging, and when an
+//     element's window merges others, give the merged window OnMerge of
+//     their states (and a fresh one for the element's own window) and
+//     MergePanes of their pane trackers, then go on with step 1.
 //
 // The rules are Beam's (the Java ReduceFnRunner's): a trigger that finishes
 // closes its window, and elements that arrive later are dropped; triggers

@@ -17,6 +17,11 @@ type Context struct {
 	// Now is the processing time; SyncNow the synchronized processing time
 	// (the minimum over the upstream stages; on one machine the same).
 	Now, SyncNow mtime.Time
+	// Merging is set when the window may merge with others (sessions). As
+	// in Beam, an AfterEach then runs all its subtriggers on every element,
+	// and AfterWatermark its early and late ones, because a merge can bring
+	// a finished subtrigger back and it must have counted what it missed.
+	Merging bool
 }
 
 // PastEndOfWindow reports whether the watermark has passed the window: no
@@ -97,13 +102,18 @@ func (t *Trigger) onElement(s *State, i int, c Context) {
 			t.onElement(s, sub, c)
 		}
 	case KindAfterEach:
-		if sub, ok := t.current(s, i); ok {
+		if c.Merging {
+			for _, sub := range n.subs {
+				t.onElement(s, sub, c)
+			}
+		} else if sub, ok := t.current(s, i); ok {
 			t.onElement(s, sub, c)
 		}
 	case KindEndOfWindow:
-		if !ns.armed && n.early >= 0 {
+		if (!ns.armed || c.Merging) && n.early >= 0 {
 			t.onElement(s, n.early, c)
-		} else if ns.armed && n.late >= 0 {
+		}
+		if (ns.armed || c.Merging) && n.late >= 0 {
 			t.onElement(s, n.late, c)
 		}
 	}
@@ -202,6 +212,12 @@ func (t *Trigger) onFire(s *State, i int, c Context) {
 		if sub, ok := t.current(s, i); ok {
 			t.onFire(s, sub, c)
 		}
+		if c.Merging {
+			// The subtriggers ran in parallel; the next pane starts afresh.
+			for _, sub := range n.subs {
+				t.restart(s, sub)
+			}
+		}
 		_, unfinished := t.current(s, i)
 		ns.finished = !unfinished
 	case KindOrFinally:
@@ -233,6 +249,9 @@ func (t *Trigger) onFireEndOfWindow(s *State, i int, c Context) {
 		if n.early >= 0 {
 			t.clear(s, n.early)
 		}
+		if n.late >= 0 {
+			t.clear(s, n.late) // it ran in parallel when merging
+		}
 		ns.armed = true
 		ns.finished = n.late < 0
 	default:
@@ -256,6 +275,34 @@ func (t *Trigger) clear(s *State, i int) {
 	if n.late >= 0 {
 		t.clear(s, n.late)
 	}
+}
+
+// restart resets node i and its descendants for a new pane but keeps
+// which of them finished, and which AfterWatermark is in its late phase:
+// Beam's clear, which leaves the finished bits alone.
+func (t *Trigger) restart(s *State, i int) {
+	ns := &s.nodes[i]
+	n := &t.nodes[i]
+	keepArmed := n.kind == KindEndOfWindow && ns.armed
+	*ns = nodeState{finished: ns.finished, armed: keepArmed}
+	for _, sub := range n.subs {
+		t.restart(s, sub)
+	}
+	if n.early >= 0 {
+		t.restart(s, n.early)
+	}
+	if n.late >= 0 {
+		t.restart(s, n.late)
+	}
+}
+
+// Check reports whether s is a state of t, as one decoded from a store
+// must be before t reads it.
+func (t *Trigger) Check(s *State) error {
+	if len(s.nodes) != len(t.nodes) {
+		return fmt.Errorf("triggers: state has %d nodes, trigger %v has %d", len(s.nodes), t, len(t.nodes))
+	}
+	return nil
 }
 
 // AppendBinary appends the state's encoding, so a store can keep it.

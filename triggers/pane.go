@@ -125,3 +125,44 @@ func DecodePane(b []byte) (Pane, error) {
 }
 
 var errPaneShort = errors.New("triggers: pane info truncated")
+
+// AppendBinary appends the tracker's encoding, so a store can keep it.
+func (p *PaneTracker) AppendBinary(b []byte) ([]byte, error) {
+	if !p.fired {
+		return append(b, 0), nil
+	}
+	return AppendPane(append(b, 1), p.last), nil
+}
+
+// UnmarshalBinary decodes a tracker written by AppendBinary.
+func (p *PaneTracker) UnmarshalBinary(b []byte) error {
+	if len(b) == 0 || b[0] > 1 {
+		return errors.New("triggers: malformed pane tracker")
+	}
+	if b[0] == 0 {
+		if len(b) != 1 {
+			return errors.New("triggers: malformed pane tracker")
+		}
+		*p = PaneTracker{}
+		return nil
+	}
+	last, err := DecodePane(b[1:])
+	if err != nil {
+		return err
+	}
+	*p = PaneTracker{fired: true, last: last}
+	return nil
+}
+
+// MergePanes numbers the panes of a window made by merging windows whose
+// trackers are ps: it continues from the merged window that fired the most
+// panes, so pane indexes never repeat within the merged window's output.
+func MergePanes(ps []PaneTracker) PaneTracker {
+	var out PaneTracker
+	for _, p := range ps {
+		if p.fired && (!out.fired || p.last.Index > out.last.Index) {
+			out = p
+		}
+	}
+	return out
+}

@@ -63,6 +63,12 @@ func drive(t *testing.T, tr *Trigger, script string) string {
 	t.Helper()
 	s := tr.NewState()
 	c := Context{MaxTimestamp: 99, Watermark: mtime.MinTimestamp}
+	return strings.Join(run(t, tr, &s, &c, script), " ")
+}
+
+// run plays script against one window's state s, moving the clocks in c.
+func run(t *testing.T, tr *Trigger, s *State, c *Context, script string) []string {
+	t.Helper()
 	var out []string
 	for _, ev := range strings.Fields(script) {
 		op, arg, _ := strings.Cut(ev, ":")
@@ -72,7 +78,7 @@ func drive(t *testing.T, tr *Trigger, script string) string {
 				out = append(out, ev+"x")
 				continue
 			}
-			tr.OnElement(&s, c)
+			tr.OnElement(s, *c)
 		case "wm", "pt":
 			n, err := strconv.ParseInt(arg, 10, 64)
 			if err != nil {
@@ -86,16 +92,22 @@ func drive(t *testing.T, tr *Trigger, script string) string {
 		default:
 			t.Fatalf("bad event %q", ev)
 		}
-		if tr.ShouldFire(&s, c) {
-			tr.OnFire(&s, c)
-			ev += "*"
-			if s.Finished() {
-				ev += "#"
-			}
-		}
-		out = append(out, ev)
+		out = append(out, ev+fireIfReady(tr, s, *c))
 	}
-	return strings.Join(out, " ")
+	return out
+}
+
+// fireIfReady fires the trigger if it should, as the executor does, and
+// marks a firing "*" and the firing that finishes the trigger "*#".
+func fireIfReady(tr *Trigger, s *State, c Context) string {
+	if !tr.ShouldFire(s, c) {
+		return ""
+	}
+	tr.OnFire(s, c)
+	if s.Finished() {
+		return "*#"
+	}
+	return "*"
 }
 
 func TestTriggerFirings(t *testing.T) {
