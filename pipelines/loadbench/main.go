@@ -34,9 +34,10 @@ import (
 var (
 	records = flag.Int("records", 1000000, "synthetic records per source")
 	runs    = flag.Int("runs", 3, "runs per test and runner")
-	tests   = flag.String("tests", "pardo,group_by_key,combine,cogbk,sideinput", "load tests to run")
-	bin     = flag.String("bin", "bin", "directory for the binaries")
-	out     = flag.String("out", "", "markdown file to write the table to (e.g. docs/benchmarks.md)")
+	tests   = flag.String("tests", "pardo,group_by_key,combine,combine_unlifted,cogbk,sideinput",
+		"load tests to run; combine_unlifted is combine with weir serving --combine-lifting=false (Prism as usual)")
+	bin = flag.String("bin", "bin", "directory for the binaries")
+	out = flag.String("out", "", "markdown file to write the table to (e.g. docs/benchmarks.md)")
 )
 
 const beamLoad = "github.com/apache/beam/sdks/v2/go/test/load/"
@@ -45,6 +46,12 @@ type runner struct {
 	name   string
 	server func(port int) []string
 }
+
+// unlifted is the suffix of a test run on weir with combiner lifting off.
+const unlifted = "_unlifted"
+
+// loadBinary is the Beam load test a test name runs.
+func loadBinary(test string) string { return strings.TrimSuffix(test, unlifted) }
 
 var runners = []runner{
 	{"weir", func(p int) []string { return []string{"weir", "serve", fmt.Sprintf("--job-port=%d", p)} }},
@@ -99,8 +106,12 @@ func build(ctx context.Context, names []string) error {
 		{"go", "build", "-o", filepath.Join(*bin, "weir"), "./cmd/weir"},
 		{"go", "build", "-o", filepath.Join(*bin, "prism"), "github.com/apache/beam/sdks/v2/go/cmd/prism"},
 	}
+	built := map[string]bool{}
 	for _, n := range names {
-		steps = append(steps, []string{"go", "build", "-o", filepath.Join(*bin, "load", n), beamLoad + n})
+		if b := loadBinary(n); !built[b] {
+			built[b] = true
+			steps = append(steps, []string{"go", "build", "-o", filepath.Join(*bin, "load", b), beamLoad + b})
+		}
 	}
 	for _, s := range steps {
 		cmd := exec.CommandContext(ctx, s[0], s[1:]...)
@@ -118,6 +129,9 @@ func runOnce(ctx context.Context, rn runner, test, opts string) (sample, error) 
 		return sample{}, err
 	}
 	args := rn.server(port)
+	if rn.name == "weir" && strings.HasSuffix(test, unlifted) {
+		args = append(args, "--combine-lifting=false")
+	}
 	srv := exec.CommandContext(ctx, filepath.Join(*bin, args[0]), args[1:]...)
 	srv.Stdout, srv.Stderr = io.Discard, io.Discard
 	if err := srv.Start(); err != nil {
@@ -132,7 +146,7 @@ func runOnce(ctx context.Context, rn runner, test, opts string) (sample, error) 
 	if test == "cogbk" {
 		cargs = append(cargs, "--co_input_options="+opts)
 	}
-	cl := exec.CommandContext(ctx, filepath.Join(*bin, "load", test), cargs...)
+	cl := exec.CommandContext(ctx, filepath.Join(*bin, "load", loadBinary(test)), cargs...)
 	var logs strings.Builder
 	cl.Stdout, cl.Stderr = &logs, &logs
 	start := time.Now()
@@ -205,6 +219,8 @@ func render(names []string, res map[string]map[string][]sample, opts string) str
 	fmt.Fprintf(&b, "Machine: %d cores, %s, %s, host %s. Wall is the client's, submit to exit;\n", runtime.NumCPU(), memTotal(), runtime.Version(), host)
 	fmt.Fprintf(&b, "runner RSS is the job server's peak resident set; the SDK worker runs in the client (LOOPBACK), whose peak is the last column.\n\n")
 	fmt.Fprintf(&b, "Reproduce: `go run ./pipelines/loadbench -records %d -runs %d -out docs/benchmarks.md`.\n\n", *records, *runs)
+	fmt.Fprintf(&b, "`combine_unlifted` is the combine test with weir serving `--combine-lifting=false` (the SDK then runs the\n")
+	fmt.Fprintf(&b, "CombineFn on grouped values instead of precombining before the shuffle); Prism runs it as usual.\n\n")
 	b.WriteString("| test | weir wall | prism wall | wall ratio | weir runner RSS | prism runner RSS | RSS ratio | client RSS weir / prism |\n")
 	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, t := range names {
