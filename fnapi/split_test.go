@@ -60,7 +60,10 @@ func TestSplitInFlightBundle(t *testing.T) {
 // TestSplitRefusedOrFailed: a declined split is an empty response, and a
 // split of a bundle the SDK does not know is a SplitError.
 func TestSplitRefusedOrFailed(t *testing.T) {
-	_, w := startFake(t, &fnapitest.Worker{Echo: map[string]string{"src": "sink"}, Restrictions: true, RefuseSplits: true})
+	// Paced over a long restriction, the bundle is still running when the
+	// split arrives, however slow the machine.
+	_, w := startFake(t, &fnapitest.Worker{Echo: map[string]string{"src": "sink"}, Restrictions: true, RefuseSplits: true,
+		Pace: time.Millisecond})
 	sr, err := w.Split(ctx(t), fnapi.SplitRequest{Instruction: "nope", TransformID: "src", Fraction: 0.5})
 	var se *fnapi.SplitError
 	if !errors.As(err, &se) || se.Instruction != "nope" {
@@ -69,7 +72,7 @@ func TestSplitRefusedOrFailed(t *testing.T) {
 	sent := make(chan string, 1)
 	go func() {
 		_, _ = w.Process(ctx(t), fnapi.BundleRequest{DescriptorID: "d",
-			Inputs:  []fnapi.Input{{TransformID: "src", Elements: [][]byte{fnapitest.Restriction(0, 1000)}}},
+			Inputs:  []fnapi.Input{{TransformID: "src", Elements: [][]byte{fnapitest.Restriction(0, 1<<30)}}},
 			Outputs: []string{"sink"}, OnSent: func(id string) { sent <- id }})
 	}()
 	sr, err = w.Split(ctx(t), fnapi.SplitRequest{Instruction: <-sent, TransformID: "src", Fraction: 0.5})
