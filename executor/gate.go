@@ -13,6 +13,8 @@ import (
 type channelState struct {
 	port    int
 	in      watermarkmgr.InputID // the channel's input in its port's manager
+	wm      mtime.Time           // the channel's last watermark
+	from    int                  // index of its producer in gate.spreadWM
 	pt      mtime.Time           // synthetic processing time
 	ended   bool
 	blocked bool      // delivered the pending barrier; later messages wait
@@ -31,6 +33,42 @@ type gate struct {
 	pending  BarrierID               // barrier being aligned; 0 when none
 	live     int                     // channels not ended
 	finished bool
+
+	// spread, if set, hears the watermark of each producer feeding the
+	// subtask (the least over its live channels), in spreadWM.
+	spread    *spreadWatch
+	spreadWM  []mtime.Time
+	spreadSub int // the subtask's index
+}
+
+// watchSpread reports producer watermarks to w; from is each channel's
+// producing node.
+func (g *gate) watchSpread(w *spreadWatch, sub int, from []int) {
+	if w == nil {
+		return
+	}
+	idx := map[int]int{}
+	for i, f := range from {
+		if _, ok := idx[f]; !ok {
+			idx[f] = len(idx)
+		}
+		g.channels[i].from = idx[f]
+	}
+	g.spread, g.spreadWM, g.spreadSub = w, make([]mtime.Time, len(idx)), sub
+}
+
+// observeSpread recomputes each producer's watermark and reports them.
+func (g *gate) observeSpread() {
+	for i := range g.spreadWM {
+		g.spreadWM[i] = mtime.MaxTimestamp
+	}
+	for i := range g.channels {
+		c := &g.channels[i]
+		if !c.ended {
+			g.spreadWM[c.from] = min(g.spreadWM[c.from], c.wm)
+		}
+	}
+	g.spread.observe(g.spreadSub, g.spreadWM)
 }
 
 func newGate(op Operator, out *Output, ack func(BarrierID), ports []int) *gate {
@@ -40,7 +78,8 @@ func newGate(op Operator, out *Output, ack func(BarrierID), ports []int) *gate {
 		for len(perPort) <= p {
 			perPort = append(perPort, 0)
 		}
-		g.channels = append(g.channels, channelState{port: p, in: watermarkmgr.InputID(perPort[p]), pt: mtime.MinTimestamp})
+		g.channels = append(g.channels, channelState{port: p, in: watermarkmgr.InputID(perPort[p]),
+			pt: mtime.MinTimestamp, wm: mtime.MinTimestamp})
 		perPort[p]++
 	}
 	g.ports = make([]*watermarkmgr.Manager, len(perPort))
@@ -73,6 +112,10 @@ func (g *gate) deliver(ctx context.Context, ch int, m Message) error {
 	case KindWatermark:
 		if err := g.ports[c.port].Advance(c.in, m.Watermark); err != nil {
 			return fmt.Errorf("executor: channel %d: %w", ch, err)
+		}
+		if g.spread != nil && m.Watermark > c.wm {
+			c.wm = m.Watermark
+			g.observeSpread()
 		}
 		return g.advance(ctx, c.port)
 	case KindProcessingTime:

@@ -42,12 +42,18 @@ type Graph struct {
 	InboxSize int
 	// OnAck, if set, hears every subtask's acknowledgement of a barrier.
 	OnAck func(node, subtask int, id BarrierID)
+	// SpreadWarning, if positive, is the watermark spread between the
+	// producers of a node fed by several above which Warn hears of it.
+	SpreadWarning time.Duration
+	Warn          func(msg string)
 }
 
 type subtask struct {
 	node, index int
 	inbox       chan envelope
 	ports       []int // port of each input channel
+	from        []int // producing node of each input channel
+	spread      *spreadWatch
 	out         *Output
 	inject      chan BarrierID // sources only
 }
@@ -131,6 +137,7 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 		return st.out.end(ctx)
 	}
 	gt := newGate(op, st.out, ack, st.ports)
+	gt.watchSpread(st.spread, st.index, st.from)
 	waker, _ := op.(Waker)
 	var alarm *time.Timer
 	defer func() {
@@ -200,9 +207,23 @@ func (g *Graph) wire() ([][]*subtask, error) {
 					e.to = append(e.to, c.inbox)
 					e.chIdx = append(e.chIdx, len(c.ports))
 					c.ports = append(c.ports, in.Port)
+					c.from = append(c.from, in.From)
 				}
 				p.out.ports[in.Output] = append(p.out.ports[in.Output], e)
 			}
+		}
+	}
+	for i, n := range g.Nodes {
+		producers := map[int]bool{}
+		for _, in := range n.Inputs {
+			producers[in.From] = true
+		}
+		if len(producers) < 2 {
+			continue
+		}
+		w := newSpreadWatch(n.Name, n.Parallelism, g.SpreadWarning, g.Warn)
+		for _, st := range subs[i] {
+			st.spread = w
 		}
 	}
 	return subs, nil

@@ -143,7 +143,12 @@ var testHookStore func(*state.Store)
 
 // buildGraph makes one executor node per stage.
 func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, store *state.Store, j *Job, late *executor.LateData, parallelism int) (*executor.Graph, error) {
-	g := &executor.Graph{}
+	spread, err := spreadWarning(j)
+	if err != nil {
+		return nil, err
+	}
+	g := &executor.Graph{SpreadWarning: spread,
+		Warn: func(msg string) { j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "%s", msg) }}
 	nodeOf := map[translate.StageID]int{}
 	// A TestStream's events must be seen in the order it replays them:
 	// elements sent before a processing-time advance must reach a trigger

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/weir-runner/weir/translate"
 )
@@ -28,4 +29,27 @@ func translateOptions(j *Job, noLift bool) (translate.Options, error) {
 		o.NoLift = !lift
 	}
 	return o, nil
+}
+
+// SpreadWarningOption sets the watermark spread between the inputs of a
+// stage fed by several (a join, a flatten) above which the job warns: the
+// signal that one side is being replayed or backfilled alone. "0" turns
+// the warning off.
+const SpreadWarningOption = "weir_input_spread_warning"
+
+// DefaultSpreadWarning is the spread warned about when a job does not say.
+const DefaultSpreadWarning = 10 * time.Minute
+
+var _ = flag.Duration(SpreadWarningOption, DefaultSpreadWarning, "weir: warn when the inputs of a join are this far apart in event time (0: never)")
+
+func spreadWarning(j *Job) (time.Duration, error) {
+	v := pipelineOption(j.Options, SpreadWarningOption)
+	if v == "" {
+		return DefaultSpreadWarning, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("option --%s=%q: want a duration such as 10m, or 0", SpreadWarningOption, v)
+	}
+	return d, nil
 }

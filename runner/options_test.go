@@ -3,6 +3,7 @@ package runner
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -42,5 +43,26 @@ func TestTranslateOptionsServerDefault(t *testing.T) {
 	o2, _ := translateOptions(&Job{Options: st}, true)
 	if !o.NoLift || o2.NoLift {
 		t.Errorf("server default off: NoLift %v; job asks for lifting: NoLift %v", o.NoLift, o2.NoLift)
+	}
+}
+
+func TestSpreadWarningOption(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want time.Duration
+		err  bool
+	}{{"", DefaultSpreadWarning, false}, {"90s", 90 * time.Second, false}, {"0", 0, false}, {"soon", 0, true}, {"-1m", 0, true}} {
+		opts := map[string]any{}
+		if tc.v != "" {
+			opts["beam:option:weir_input_spread_warning:v1"] = tc.v
+		}
+		st, _ := structpb.NewStruct(opts)
+		d, err := spreadWarning(&Job{Options: st})
+		if (err != nil) != tc.err || d != tc.want {
+			t.Errorf("%q: %v, %v; want %v (error %v)", tc.v, d, err, tc.want, tc.err)
+		}
+		if err != nil && !strings.Contains(err.Error(), SpreadWarningOption) {
+			t.Errorf("%q: error %v does not name the option", tc.v, err)
+		}
 	}
 }
