@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
@@ -112,8 +111,7 @@ func TestGroupByKeyHandsOutLargeGroupsByToken(t *testing.T) {
 		{Name: "sink", Parallelism: 1, Inputs: []NodeInput{{From: 1}},
 			New: func(int, *Output) (Operator, error) { return collect{&mu, &got}, nil }},
 	}}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := context.Background()
 	if err := g.Run(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -218,8 +216,7 @@ func TestSDKStageReleasesHeldGroupOnceCommitted(t *testing.T) {
 		{Name: "sink", Parallelism: 1, Inputs: []NodeInput{{From: 2}},
 			New: func(int, *Output) (Operator, error) { return collect{&mu, &got}, nil }},
 	}}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := context.Background()
 	if err := g.Run(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
