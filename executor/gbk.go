@@ -224,7 +224,7 @@ func (g *GroupByKey) Watermark(ctx context.Context, _ int, wm mtime.Time) error 
 		return err
 	}
 	err := g.Buf.Fire(wm, func(gr *state.Group) error {
-		out = append(out, g.encode(gr.Window, gr.Key, gr.Values, gr.End, gr.MinTS, gr.MaxTS))
+		out = append(out, g.encodeFired(gr))
 		if len(out) == batch {
 			return flush()
 		}
@@ -252,13 +252,7 @@ func (g *GroupByKey) Watermark(ctx context.Context, _ int, wm mtime.Time) error 
 // encode writes KV<key, iterable<value>> in the group's window, stamped as
 // the timestamp combiner says.
 func (g *GroupByKey) encode(window, key []byte, values [][]byte, end, minTS, maxTS mtime.Time) []byte {
-	ts := end
-	switch g.OutputTime {
-	case pipepb.OutputTime_EARLIEST_IN_PANE:
-		ts = minTS
-	case pipepb.OutputTime_LATEST_IN_PANE:
-		ts = maxTS
-	}
+	ts := g.timestamp(end, minTS, maxTS)
 	n := len(key) + 4
 	for _, v := range values {
 		n += len(v)
@@ -270,6 +264,17 @@ func (g *GroupByKey) encode(window, key []byte, values [][]byte, end, minTS, max
 		val = append(val, v...)
 	}
 	return wire.AppendWindowedValue(make([]byte, 0, n+32), ts, window, []byte{wire.PaneOnTimeOnly}, val)
+}
+
+// timestamp is a group's output timestamp, as the timestamp combiner says.
+func (g *GroupByKey) timestamp(end, minTS, maxTS mtime.Time) mtime.Time {
+	switch g.OutputTime {
+	case pipepb.OutputTime_EARLIEST_IN_PANE:
+		return minTS
+	case pipepb.OutputTime_LATEST_IN_PANE:
+		return maxTS
+	}
+	return end
 }
 
 // Barrier implements Operator. Snapshots are not stored yet.

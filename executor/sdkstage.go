@@ -60,6 +60,9 @@ type SDKStageSpec struct {
 	// Stateful is set for stages whose first transform uses user state or
 	// timers; their main input arrives partitioned by key.
 	Stateful *StatefulSpec
+	// Held is set when the main input's large groups arrive as
+	// state-backed iterables (heldinput.go).
+	Held *HeldInput
 
 	Workers    Workers
 	Metrics    func(infos []*pipepb.MonitoringInfo, committed bool)
@@ -120,6 +123,9 @@ func NewSDKStage(spec *SDKStageSpec, out *Output) *SDKStage {
 		s.side.by[[2]string{si.TransformID, si.LocalName}] = in
 	}
 	s.state = &stageState{side: s.side}
+	if spec.Held != nil {
+		s.state.held = &heldState{stage: spec.Name, in: spec.Held}
+	}
 	if st := spec.Stateful; st != nil {
 		s.timers = timers.New()
 		s.ustate = &userState{stage: spec.Name, transform: st.Transform, ids: map[string]bool{},
@@ -367,6 +373,11 @@ func (s *SDKStage) flush(ctx context.Context) error {
 func (s *SDKStage) runBundle(ctx context.Context, in [][]byte, fired []timers.Timer) error {
 	res, err := s.run(ctx, in, fired)
 	if err != nil {
+		return err
+	}
+	// The bundle is done reading its held groups; a retry would have
+	// needed them.
+	if err := s.state.held.release(in); err != nil {
 		return err
 	}
 	if s.timers != nil {

@@ -17,6 +17,7 @@ import (
 type stageState struct {
 	side *sideState
 	user *userState // nil for stages without user state
+	held *heldState // nil unless the main input holds groups in the store
 }
 
 // HandleState implements fnapi.StateHandler.
@@ -33,6 +34,12 @@ func (h *stageState) HandleState(req *fnpb.StateRequest) (*fnpb.StateResponse, e
 			return nil, fmt.Errorf("stage %s: user state request outside a running bundle", h.side.stage)
 		}
 		return h.user.handle(req)
+	case *fnpb.StateKey_Runner_:
+		if h.held == nil {
+			return nil, fmt.Errorf("stage %s: read of runner-held values (token %x), but the stage's input has none",
+				h.side.stage, req.GetStateKey().GetRunner().GetKey())
+		}
+		return h.held.handle(req)
 	}
 	return h.side.HandleState(req)
 }

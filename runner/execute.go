@@ -76,7 +76,11 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		return err
 	}
 	defer closeLate()
-	g, err := buildGraph(plan, fn, workers, store, j, late, p)
+	held, err := newHeldGroups(j, store)
+	if err != nil {
+		return err
+	}
+	g, err := buildGraph(plan, fn, workers, store, j, late, held, p)
 	if err != nil {
 		return err
 	}
@@ -142,7 +146,7 @@ func importance(s fnpb.LogEntry_Severity_Enum) jobpb.JobMessage_MessageImportanc
 var testHookStore func(*state.Store)
 
 // buildGraph makes one executor node per stage.
-func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, store *state.Store, j *Job, late *executor.LateData, parallelism int) (*executor.Graph, error) {
+func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, store *state.Store, j *Job, late *executor.LateData, held *heldGroups, parallelism int) (*executor.Graph, error) {
 	spread, err := spreadWarning(j)
 	if err != nil {
 		return nil, err
@@ -214,9 +218,11 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 				break
 			}
 			n.New = func(sub int, out *executor.Output) (executor.Operator, error) {
+				buf := store.NewShuffle(fmt.Sprintf("%s/%d", s.ID, sub))
+				held.shuffle(plan, s, buf)
 				return &executor.GroupByKey{Name: s.Name, In: in.Codec, Key: in.Key, OutputTime: s.OutputTime,
 					Merging: s.Merging, AllowedLateness: mtime.Time(s.AllowedLateness),
-					Buf: store.NewShuffle(fmt.Sprintf("%s/%d", s.ID, sub)), Out: out, Late: acct}, nil
+					Buf: buf, Out: out, Late: acct}, nil
 			}
 		case translate.KindSDK:
 			spec, err := sdkSpec(plan, s, fn, workers, metricsFn, j.DrainRequested(),
@@ -227,6 +233,7 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 			if readsImpulse(plan, s) {
 				n.Arrivals = late.Source(s.Transforms[0], s.Name)
 			}
+			spec.Held = held.input(plan, s)
 			n.New = func(sub int, out *executor.Output) (executor.Operator, error) {
 				st := executor.NewSDKStage(spec, out)
 				if s.Stateful != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/cockroachdb/pebble/v2"
@@ -21,6 +22,16 @@ type Shuffle struct {
 	used  [1 << 16 / 8]byte // bitset of key groups written
 	key   []byte            // scratch
 	val   []byte            // scratch
+	cur   []byte            // scratch: the store key prefix of the group being read
+
+	hold HoldOptions
+	// held are the groups this shuffle holds for consumers, sorted by
+	// start key; fresh are those held by the running scan. Only the
+	// shuffle's goroutine touches the slices; consumers mark a hold
+	// released, and the next Fire forgets it.
+	held, fresh []*hold
+	// Counters for HeldStats, which any goroutine may call.
+	groupsHeld, pages, releases atomic.Int64
 }
 
 // NewShuffle returns the shuffle buffer of namespace ns (for example the
@@ -97,14 +108,19 @@ type Group struct {
 	End          mtime.Time
 	Values       [][]byte
 	MinTS, MaxTS mtime.Time
+	// Rest, when set, is the token of the group's values after Values,
+	// which Fire left in the store for consumers to read (held.go).
+	Rest []byte
 }
 
 // Fire calls fn for every group whose window ends at or before wm, in
-// window-end order within each key group, and deletes them.
+// window-end order within each key group, and deletes them, except the
+// held ones, which their consumers release.
 func (sh *Shuffle) Fire(wm mtime.Time, fn func(g *Group) error) error {
 	if err := sh.Flush(); err != nil {
 		return err
 	}
+	sh.pruneHeld()
 	var lo, hi []byte
 	var g Group
 	for kg := range 1 << 16 {
@@ -123,62 +139,97 @@ func (sh *Shuffle) Fire(wm mtime.Time, fn func(g *Group) error) error {
 			return err
 		}
 		if n > 0 {
-			if err := sh.db.DeleteRange(lo, hi, pebble.NoSync); err != nil {
-				return fmt.Errorf("state: delete fired groups: %w", err)
+			if err := sh.deleteFired(lo, hi); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
 }
 
+// scan fires the groups in [lo, hi), skipping those held from earlier
+// fires, and returns how many it fired.
 func (sh *Shuffle) scan(lo, hi []byte, g *Group, fn func(*Group) error) (int, error) {
 	it, err := sh.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return 0, fmt.Errorf("state: scan shuffle buffer: %w", err)
 	}
 	defer it.Close()
-	var cur []byte // the (end, window, key) part of the current group
+	// Groups held by this scan join sh.held when it ends: the lookups of
+	// heldAt below need it sorted, and none of them lies ahead.
+	defer sh.addHeld()
 	n := 0
-	emit := func() error {
-		if len(g.Values) == 0 {
-			return nil
-		}
-		n++
-		err := fn(g)
-		g.Values = g.Values[:0]
-		return err
-	}
-	for ok := it.First(); ok; ok = it.Next() {
+	for ok := it.First(); ok; {
 		k := it.Key()
 		if len(k) < len(lo)+8+8 {
 			return n, fmt.Errorf("state: malformed shuffle key %x", k)
 		}
-		id := k[len(lo) : len(k)-8]
-		if cur == nil || string(id) != string(cur) {
-			if err := emit(); err != nil {
-				return n, err
-			}
-			cur = append(cur[:0], id...)
-			if err := decodeGroupID(cur, g); err != nil {
-				return n, err
-			}
-			g.MinTS, g.MaxTS = mtime.MaxTimestamp, mtime.MinTimestamp
+		if h := sh.heldAt(k); h != nil {
+			ok = it.SeekGE(h.end)
+			continue
 		}
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return n, fmt.Errorf("state: read shuffle value: %w", err)
+		if ok, err = sh.group(it, len(lo), g); err != nil {
+			return n, err
 		}
-		if len(v) < 8 {
-			return n, fmt.Errorf("state: malformed shuffle value for key %x", k)
+		n++
+		if err := fn(g); err != nil {
+			return n, err
 		}
-		ts := mtime.Time(int64(binary.BigEndian.Uint64(v)) + math.MinInt64)
-		g.MinTS, g.MaxTS = min(g.MinTS, ts), max(g.MaxTS, ts)
-		g.Values = append(g.Values, append([]byte(nil), v[8:]...))
 	}
 	if err := it.Error(); err != nil {
 		return n, fmt.Errorf("state: scan shuffle buffer: %w", err)
 	}
-	return n, emit()
+	return n, nil
+}
+
+// group reads into g the group whose first value the iterator is at, and
+// moves the iterator past it; at is where the group's id starts in a key.
+// A group whose values exceed the hold threshold keeps the rest in the
+// store, and g.Rest is their token.
+func (sh *Shuffle) group(it *pebble.Iterator, at int, g *Group) (bool, error) {
+	k := it.Key()
+	sh.cur = append(sh.cur[:0], k[:len(k)-8]...)
+	prefix := sh.cur
+	if err := decodeGroupID(prefix[at:], g); err != nil {
+		return false, err
+	}
+	g.Values, g.Rest = g.Values[:0], nil
+	g.MinTS, g.MaxTS = mtime.MaxTimestamp, mtime.MinTimestamp
+	size := 0
+	ok := true
+	for ; ok && inGroup(it.Key(), prefix); ok = it.Next() {
+		ts, v, err := shuffleValue(it)
+		if err != nil {
+			return false, err
+		}
+		if sh.hold.Above > 0 && len(g.Values) > 0 && size+len(v) > sh.hold.Above {
+			return sh.holdRest(it, g)
+		}
+		g.MinTS, g.MaxTS = min(g.MinTS, ts), max(g.MaxTS, ts)
+		g.Values = append(g.Values, append([]byte(nil), v...))
+		size += len(v)
+	}
+	return ok, nil
+}
+
+// inGroup reports whether k is a value of the group whose keys start with
+// prefix. Group ids are length-delimited, so no other group's keys share
+// the prefix.
+func inGroup(k, prefix []byte) bool {
+	return len(k) == len(prefix)+8 && string(k[:len(prefix)]) == string(prefix)
+}
+
+// shuffleValue reads the value the iterator is at: its timestamp, then the
+// value as it was added.
+func shuffleValue(it *pebble.Iterator) (mtime.Time, []byte, error) {
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return 0, nil, fmt.Errorf("state: read shuffle value: %w", err)
+	}
+	if len(v) < 8 {
+		return 0, nil, fmt.Errorf("state: malformed shuffle value for key %x", it.Key())
+	}
+	return mtime.Time(int64(binary.BigEndian.Uint64(v)) + math.MinInt64), v[8:], nil
 }
 
 func decodeGroupID(id []byte, g *Group) error {

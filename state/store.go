@@ -60,6 +60,8 @@ type Store struct {
 	// closing guards Close against a concurrent Count.
 	closing sync.RWMutex
 	closed  bool
+	// holds are the fired groups consumers still read from the store.
+	holds holdTable
 }
 
 // Err returns the store's first background failure, if any.

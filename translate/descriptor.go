@@ -41,18 +41,22 @@ func (p *Plan) Descriptor(s *Stage, endpoint *pipepb.ApiServiceDescriptor) (*fnp
 			lpColl(pc)
 		}
 	}
-	port := func(pcoll string) ([]byte, error) {
-		return proto.Marshal(&fnpb.RemoteGrpcPort{ApiServiceDescriptor: endpoint, CoderId: p.PColls[pcoll].WireCoder})
+	port := func(coder string) ([]byte, error) {
+		return proto.Marshal(&fnpb.RemoteGrpcPort{ApiServiceDescriptor: endpoint, CoderId: coder})
 	}
 	main := s.MainInput()
-	pl, err := port(main)
+	src := p.PColls[main].WireCoder
+	if c := p.PColls[main].SourceCoder; c != "" {
+		src = c
+	}
+	pl, err := port(src)
 	if err != nil {
 		return nil, err
 	}
 	d.Transforms[s.Source] = &pipepb.PTransform{UniqueName: s.Source,
 		Spec: &pipepb.FunctionSpec{Urn: URNDataSource, Payload: pl}, Outputs: map[string]string{"out": main}}
 	for out, sink := range s.Sinks {
-		pl, err := port(out)
+		pl, err := port(p.PColls[out].WireCoder)
 		if err != nil {
 			return nil, err
 		}

@@ -218,6 +218,7 @@ func (b *builder) finish() (*Plan, error) {
 	if err := b.orderStages(plan); err != nil {
 		return nil, err
 	}
+	b.markHeld(plan)
 	for _, s := range b.stages {
 		if s.Kind != KindSDK {
 			continue

@@ -48,6 +48,13 @@ type PColl struct {
 	Key       wire.Measure
 	Windowing *pipepb.WindowingStrategy
 	Producer  StageID
+	// HeldReaders, when not zero, says the PCollection is a group-by-key's
+	// output that may hand large groups out as state-backed iterables, and
+	// how many stages read it (each releases every such group once).
+	// SourceCoder is then the wire coder SDK data sources are told, its
+	// iterable marked state-backed.
+	HeldReaders int
+	SourceCoder string
 }
 
 // Input is one input of a stage.

@@ -168,7 +168,8 @@ func seq(ms ...Measure) Measure {
 }
 
 // Iterables are a 4-byte big-endian count, or -1 followed by varint-counted
-// blocks ending in a zero count.
+// blocks ending in a zero count, or, for state-backed iterables, in a -1
+// count and a length-prefixed token standing for the rest.
 func iterable(e Measure) Measure {
 	return func(b []byte) (int, error) {
 		if len(b) < 4 {
@@ -194,6 +195,10 @@ func iterable(e Measure) Measure {
 			off += n
 			if c == 0 {
 				return off, nil
+			}
+			if c == stateBacked {
+				n, err := measureLengthPrefixed(b[off:])
+				return off + n, err
 			}
 			for range c {
 				n, err := e(b[off:])

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"testing"
 
@@ -162,5 +163,34 @@ func TestTimerRoundTrip(t *testing.T) {
 	}
 	if _, _, err := c.Decode(set[:len(set)-3]); err == nil {
 		t.Fatal("a cut-off timer decoded without error")
+	}
+}
+
+// TestStateBackedIterable checks a state-backed iterable measures to its
+// end and gives back its token, and that ordinary iterables have none.
+func TestStateBackedIterable(t *testing.T) {
+	m, err := MeasureFor(coders(), "kvit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	str := func(s string) []byte { return append([]byte{byte(len(s))}, s...) }
+	token := []byte("token-123")
+	for _, inline := range [][][]byte{nil, {str("a"), str("bc")}} {
+		kv := AppendStateBackedIterable(str("key"), inline, token)
+		kv = append(kv, "next element"...)
+		n, err := m(kv)
+		if err != nil || n != len(kv)-len("next element") {
+			t.Fatalf("%d inline: measured %d, %v; want %d", len(inline), n, err, len(kv)-len("next element"))
+		}
+		got, ok := StateBackedToken(kv[4:n], len(token))
+		if !ok || string(got) != string(token) {
+			t.Errorf("%d inline: token %q, %v; want %q", len(inline), got, ok, token)
+		}
+	}
+	// A plain iterable whose last value happens to end like a token.
+	plain := binary.BigEndian.AppendUint32(nil, 1)
+	plain = append(plain, str(string(AppendStateBackedIterable(nil, nil, token)[4:]))...)
+	if _, ok := StateBackedToken(plain, len(token)); ok {
+		t.Error("a plain iterable was taken for a state-backed one")
 	}
 }
