@@ -44,10 +44,21 @@ func appendTime(b []byte, t mtime.Time) []byte {
 	return binary.BigEndian.AppendUint64(b, uint64(int64(t)-math.MinInt64))
 }
 
+// groupPrefix starts the keys of a key group's shuffle records:
+// namespace | kind | key group, like every kind of record.
 func (sh *Shuffle) groupPrefix(b []byte, kg int) []byte {
 	b = append(b, sh.ns...)
-	b = binary.BigEndian.AppendUint16(b, uint16(kg))
-	return append(b, byte(KindShuffle))
+	b = append(b, byte(KindShuffle))
+	return binary.BigEndian.AppendUint16(b, uint16(kg))
+}
+
+// groupEnd is the least key after every record of key group kg.
+func (sh *Shuffle) groupEnd(b []byte, kg int) []byte {
+	if kg < 1<<16-1 {
+		return sh.groupPrefix(b, kg+1)
+	}
+	b = append(b, sh.ns...)
+	return append(b, byte(KindShuffle)+1)
 }
 
 // Add buffers a value of key in window, whose last instant is end.
@@ -129,8 +140,7 @@ func (sh *Shuffle) Fire(wm mtime.Time, fn func(g *Group) error) error {
 		}
 		lo = sh.groupPrefix(lo[:0], kg)
 		if wm >= mtime.EndOfGlobalWindowTime {
-			hi = sh.groupPrefix(hi[:0], kg)
-			hi[len(hi)-1]++ // the whole kind
+			hi = sh.groupEnd(hi[:0], kg) // the whole key group
 		} else {
 			hi = appendTime(sh.groupPrefix(hi[:0], kg), wm+1) // every end <= wm sorts below
 		}

@@ -180,3 +180,27 @@ func TestFailingDiskFailsWrites(t *testing.T) {
 		t.Fatalf("error %q does not say the store failed with the disk's error", err)
 	}
 }
+
+// Shuffle records start namespace | kind | key group like every other
+// kind, so Count finds them, and the last key group fires whole.
+func TestShuffleRecordsCountedByKind(t *testing.T) {
+	s := memStore(t)
+	sh := s.NewShuffle("s1/0")
+	for _, kg := range []int{0, 3, 1<<16 - 1} {
+		if err := sh.Add(kg, 9, []byte("w"), []byte("k"), 1, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sh.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Count(KindShuffle); err != nil || n != 3 {
+		t.Fatalf("Count(KindShuffle) = %d, %v; want 3", n, err)
+	}
+	if got := fire(t, sh, mtime.MaxTimestamp); len(got) != 3 {
+		t.Errorf("fired %q, want 3 groups", got)
+	}
+	if n, _ := s.Count(KindShuffle); n != 0 {
+		t.Errorf("%d shuffle records left after firing, want 0", n)
+	}
+}
