@@ -159,7 +159,7 @@ func (c *Coordinator) Tick(now time.Time) (id ID, triggered bool, err error) {
 			return 0, false, err
 		}
 	}
-	if c.pending != nil || now.Before(c.nextAt) {
+	if c.pending != nil || now.Before(c.nextAt) || len(c.tasks) == 0 {
 		return 0, false, nil
 	}
 	id = c.next
@@ -234,6 +234,26 @@ func (c *Coordinator) Ack(now time.Time, a Ack) (ready bool, err error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// Finished removes a subtask that ended: no later checkpoint waits for it,
+// and the pending one no longer does unless it already acknowledged (an
+// ended subtask has emitted all it had). It reports ready as Ack does.
+func (c *Coordinator) Finished(t Task) (ready bool) {
+	if !c.tasks[t] {
+		return false
+	}
+	delete(c.tasks, t)
+	p := c.pending
+	if p == nil || c.acked[t] || c.ready {
+		return false
+	}
+	p.Total--
+	if len(p.Subtasks) == p.Total {
+		c.ready = true
+		return true
+	}
+	return false
 }
 
 // Complete ends checkpoint id, stored, as completed, and returns its

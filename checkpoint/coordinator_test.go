@@ -43,6 +43,10 @@ func run(t *testing.T, c *Coordinator, steps []step) {
 			}
 		case "complete":
 			_, err = c.Complete(now, s.id)
+		case "finished":
+			if c.Finished(s.task) {
+				got = 1
+			}
 		case "fail":
 			err = c.Fail(now, s.id, errors.New("disk full"))
 		default:
@@ -126,6 +130,25 @@ func TestCoordinatorSchedule(t *testing.T) {
 			{at: 11 * sec, op: "ack", id: 1, task: b, want: 1},
 			{at: 16 * sec, op: "tick"}, // still storing: not expired
 			{at: 17 * sec, op: "complete", id: 1},
+		}},
+		{"a subtask that ended is not waited for", Options{Interval: 10 * sec}, []step{
+			{at: 10 * sec, op: "tick", want: 1},
+			{at: 11 * sec, op: "ack", id: 1, task: b},
+			{at: 12 * sec, op: "finished", task: a, want: 1},
+			{at: 12 * sec, op: "finished", task: a},
+			{at: 12 * sec, op: "complete", id: 1},
+			{at: 20 * sec, op: "tick", want: 2},
+			{at: 21 * sec, op: "ack", id: 2, task: b, want: 1},
+			{at: 21 * sec, op: "complete", id: 2},
+		}},
+		{"an acknowledged subtask that ends still counts", Options{Interval: 10 * sec}, []step{
+			{at: 10 * sec, op: "tick", want: 1},
+			{at: 11 * sec, op: "ack", id: 1, task: a},
+			{at: 12 * sec, op: "finished", task: a},
+			{at: 13 * sec, op: "ack", id: 1, task: b, want: 1},
+			{at: 20 * sec, op: "complete", id: 1},
+			{at: 21 * sec, op: "finished", task: b},
+			{at: 30 * sec, op: "tick"}, // every subtask ended: nothing to checkpoint
 		}},
 		{"bad acknowledgements", Options{Interval: 10 * sec}, []step{
 			{at: 10 * sec, op: "tick", want: 1},

@@ -165,6 +165,23 @@ func (d *Driver) Ack(a Ack) {
 	}
 }
 
+// Finished reports a subtask that ended; safe from any goroutine.
+func (d *Driver) Finished(t Task) {
+	d.mu.Lock()
+	ready := d.cfg.Coordinator.Finished(t)
+	id := ID(0)
+	if p, ok := d.cfg.Coordinator.Pending(); ok {
+		id = p.ID
+	}
+	d.mu.Unlock()
+	if ready {
+		select {
+		case d.ready <- id:
+		default:
+		}
+	}
+}
+
 // Decline fails checkpoint id because a subtask could not snapshot it.
 func (d *Driver) Decline(t Task, id ID, reason error) {
 	d.mu.Lock()

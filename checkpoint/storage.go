@@ -241,10 +241,16 @@ type hashFile struct {
 	closed bool
 }
 
+// Write checksums p before writing it: a file system may use p as scratch
+// space once written (Pebble's in-memory one does in race builds). A short
+// write fails the file, so the bytes summed and not written never count.
 func (f *hashFile) Write(p []byte) (int, error) {
+	f.h.Write(p)
 	n, err := f.File.Write(p)
-	f.h.Write(p[:n])
 	f.size += int64(n)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
 	if err != nil && f.err == nil {
 		f.err = err
 	}
