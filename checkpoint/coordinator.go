@@ -66,6 +66,10 @@ type Options struct {
 	AlignedTimeout time.Duration
 	// History is how many finished checkpoints Stats keeps; default 10.
 	History int
+	// FirstID is the first checkpoint's id; default 1. A job that finds
+	// checkpoints of an earlier run in its folder continues their numbers,
+	// so ids stay unique in the folder.
+	FirstID ID
 }
 
 // DefaultTimeout is the default of Options.Timeout.
@@ -126,7 +130,7 @@ func NewCoordinator(opts Options, tasks []Task, now time.Time) (*Coordinator, er
 	if len(tasks) == 0 {
 		return nil, errors.New("checkpoint: no subtasks to acknowledge")
 	}
-	c := &Coordinator{opts: opts, tasks: map[Task]bool{}, next: 1, nextAt: now.Add(opts.Interval)}
+	c := &Coordinator{opts: opts, tasks: map[Task]bool{}, next: max(opts.FirstID, 1), nextAt: now.Add(opts.Interval)}
 	for _, t := range tasks {
 		if c.tasks[t] {
 			return nil, fmt.Errorf("checkpoint: subtask %v listed twice", t)
@@ -238,8 +242,10 @@ func (c *Coordinator) Ack(now time.Time, a Ack) (ready bool, err error) {
 
 // Finished removes a subtask that ended: no later checkpoint waits for it,
 // and the pending one no longer does unless it already acknowledged (an
-// ended subtask has emitted all it had). It reports ready as Ack does.
-func (c *Coordinator) Finished(t Task) (ready bool) {
+// ended subtask has emitted all it had). It reports ready as Ack does. When
+// every subtask ended without acknowledging the pending checkpoint, there
+// is nothing to store: it ends failed, without counting as a failure.
+func (c *Coordinator) Finished(now time.Time, t Task) (ready bool) {
 	if !c.tasks[t] {
 		return false
 	}
@@ -249,7 +255,11 @@ func (c *Coordinator) Finished(t Task) (ready bool) {
 		return false
 	}
 	p.Total--
-	if len(p.Subtasks) == p.Total {
+	switch {
+	case p.Total == 0:
+		p.Status, p.Reason = Failed, "every subtask ended before it acknowledged"
+		c.finish(now)
+	case len(p.Subtasks) == p.Total:
 		c.ready = true
 		return true
 	}

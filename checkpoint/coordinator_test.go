@@ -44,7 +44,7 @@ func run(t *testing.T, c *Coordinator, steps []step) {
 		case "complete":
 			_, err = c.Complete(now, s.id)
 		case "finished":
-			if c.Finished(s.task) {
+			if c.Finished(now, s.task) {
 				got = 1
 			}
 		case "fail":
@@ -149,6 +149,13 @@ func TestCoordinatorSchedule(t *testing.T) {
 			{at: 20 * sec, op: "complete", id: 1},
 			{at: 21 * sec, op: "finished", task: b},
 			{at: 30 * sec, op: "tick"}, // every subtask ended: nothing to checkpoint
+		}},
+		{"a checkpoint every subtask ended before acknowledging is dropped, not failed", Options{Interval: 10 * sec}, []step{
+			{at: 10 * sec, op: "tick", want: 1},
+			{at: 11 * sec, op: "finished", task: a},
+			{at: 11 * sec, op: "finished", task: b},
+			{at: 12 * sec, op: "complete", id: 1, wantErr: "not pending"},
+			{at: 20 * sec, op: "tick"},
 		}},
 		{"bad acknowledgements", Options{Interval: 10 * sec}, []step{
 			{at: 10 * sec, op: "tick", want: 1},
@@ -289,5 +296,15 @@ func TestOptionsValidate(t *testing.T) {
 	}
 	if _, err := ParseMode("sideways"); err == nil {
 		t.Error("ParseMode accepted sideways")
+	}
+}
+
+func TestFirstIDContinuesNumbering(t *testing.T) {
+	c, err := NewCoordinator(Options{Interval: time.Second, FirstID: 8}, twoTasks, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, ok, _ := c.Tick(t0.Add(time.Second)); !ok || id != 8 {
+		t.Fatalf("first checkpoint %d, want 8", id)
 	}
 }

@@ -168,17 +168,33 @@ func (d *Driver) Ack(a Ack) {
 // Finished reports a subtask that ended; safe from any goroutine.
 func (d *Driver) Finished(t Task) {
 	d.mu.Lock()
-	ready := d.cfg.Coordinator.Finished(t)
-	id := ID(0)
-	if p, ok := d.cfg.Coordinator.Pending(); ok {
-		id = p.ID
+	c := d.cfg.Coordinator
+	p, pending := c.Pending()
+	ready := c.Finished(d.cfg.Clock.Now(), t)
+	if _, still := c.Pending(); pending && !still {
+		d.finished(p.ID)
 	}
 	d.mu.Unlock()
 	if ready {
 		select {
-		case d.ready <- id:
+		case d.ready <- p.ID:
 		default:
 		}
+	}
+}
+
+// Abandon fails checkpoint id for a reason of the job's own (its storage
+// could not be prepared); safe from any goroutine.
+func (d *Driver) Abandon(id ID, reason error) {
+	d.mu.Lock()
+	var err error
+	if p, ok := d.cfg.Coordinator.Pending(); ok && p.ID == id {
+		err = d.cfg.Coordinator.Fail(d.cfg.Clock.Now(), id, reason)
+		d.finished(id)
+	}
+	d.mu.Unlock()
+	if err != nil {
+		d.report(err)
 	}
 }
 

@@ -223,6 +223,18 @@ func (w *Writer) WriteFile(name string, data []byte) error {
 	return f.Close()
 }
 
+// Size returns the size of a file written and closed.
+func (w *Writer) Size(name string) (int64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, f := range w.m.Files {
+		if f.Name == name {
+			return f.Size, true
+		}
+	}
+	return 0, false
+}
+
 // SetSubtask records a subtask's metadata.
 func (w *Writer) SetSubtask(t Task, meta []byte) {
 	w.mu.Lock()

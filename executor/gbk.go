@@ -272,8 +272,9 @@ func (g *GroupByKey) encode(window, key []byte, values [][]byte, end, minTS, max
 	return wire.AppendWindowedValue(make([]byte, 0, n+32), ts, window, []byte{wire.PaneOnTimeOnly}, val)
 }
 
-// Barrier implements Operator. Snapshots are not stored yet.
-func (g *GroupByKey) Barrier(context.Context, BarrierID) error { return nil }
+// Barrier implements Operator: commit the buffered batch, so the store's
+// snapshot at the barrier holds everything before it.
+func (g *GroupByKey) Barrier(context.Context, BarrierID) error { return g.Buf.Flush() }
 
 // Finish implements Operator: the watermark reached the end of time before
 // the inputs ended, so nothing is left to fire.

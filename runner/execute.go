@@ -28,6 +28,10 @@ type LocalExecutor struct {
 	// NoLift runs combines unlifted unless a job's CombineLiftingOption
 	// says otherwise.
 	NoLift bool
+	// StateDir holds what jobs keep beyond their end: checkpoints, under
+	// jobs/<job id>/checkpoints unless a job names its own folder. Default
+	// weir under the system's temporary folder.
+	StateDir string
 }
 
 // NewLocalExecutor returns the executor that runs jobs in this process.
@@ -80,11 +84,43 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 	if err != nil {
 		return err
 	}
-	if err := g.Run(ctx, nil); err != nil {
+	stateDir := e.StateDir
+	if stateDir == "" {
+		stateDir = defaultStateDir()
+	}
+	ckCfg, err := checkpointOptions(j, stateDir)
+	if err != nil {
 		return err
+	}
+	var barriers chan executor.BarrierID
+	if ckCfg != nil {
+		runCtx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		ctx = runCtx
+		ck, err := startCheckpoints(j, ckCfg, g, store, func(node, sub int) []string {
+			return stageNamespaces(plan.Stages[node], sub)
+		}, func(err error) { cancel(err) })
+		if err != nil {
+			return err
+		}
+		// Runs before the store closes: snapshots must be released first.
+		defer ck.close()
+		g.Checkpoints, barriers = ck, ck.barriers
+	}
+	return g.Run(ctx, barriers)
+}
+
+// stageNamespaces returns the store namespaces a stage's subtask writes:
+// one for a group-by-key or a stateful stage, none otherwise.
+func stageNamespaces(s *translate.Stage, sub int) []string {
+	if s.Kind == translate.KindGBK || (s.Kind == translate.KindSDK && s.Stateful != nil) {
+		return []string{stageNamespace(s, sub)}
 	}
 	return nil
 }
+
+// stageNamespace is the namespace of a stage's subtask in the store.
+func stageNamespace(s *translate.Stage, sub int) string { return fmt.Sprintf("%s/%d", s.ID, sub) }
 
 // maxLogMessage bounds one worker log line kept as a job message.
 const maxLogMessage = 4 << 10
@@ -204,14 +240,14 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 				n.New = func(sub int, out *executor.Output) (executor.Operator, error) {
 					return &executor.TriggeredGroupByKey{Name: s.Name, In: in.Codec, Key: in.Key, OutputTime: s.OutputTime,
 						Trigger: tr, Accumulating: s.Accumulating, Merging: s.Merging, AllowedLateness: mtime.Time(s.AllowedLateness),
-						Windows: store.NewTriggerWindows(fmt.Sprintf("%s/%d", s.ID, sub)), Out: out, Late: acct}, nil
+						Windows: store.NewTriggerWindows(stageNamespace(s, sub)), Out: out, Late: acct}, nil
 				}
 				break
 			}
 			n.New = func(sub int, out *executor.Output) (executor.Operator, error) {
 				return &executor.GroupByKey{Name: s.Name, In: in.Codec, Key: in.Key, OutputTime: s.OutputTime,
 					Merging: s.Merging, AllowedLateness: mtime.Time(s.AllowedLateness),
-					Buf: store.NewShuffle(fmt.Sprintf("%s/%d", s.ID, sub)), Out: out, Late: acct}, nil
+					Buf: store.NewShuffle(stageNamespace(s, sub)), Out: out, Late: acct}, nil
 			}
 		case translate.KindSDK:
 			spec, err := sdkSpec(plan, s, fn, workers, metricsFn, j.DrainRequested(),
@@ -225,7 +261,7 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 			n.New = func(sub int, out *executor.Output) (executor.Operator, error) {
 				st := executor.NewSDKStage(spec, out)
 				if s.Stateful != nil {
-					st.User = store.NewUserState(fmt.Sprintf("%s/%d", s.ID, sub))
+					st.User = store.NewUserState(stageNamespace(s, sub))
 				}
 				return st, nil
 			}

@@ -1,0 +1,211 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/weir-runner/weir/checkpoint"
+	"github.com/weir-runner/weir/metrics"
+)
+
+func TestCheckpointOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts map[string]any
+		want string // the config as "interval mode aligned-timeout timeout tolerable keep dir"
+		err  string
+	}{
+		{"off by default", nil, "", ""},
+		{"interval only", map[string]any{"weir_checkpoint_interval": "10s"}, "10s aligned 0s 0s 0 0 /state/jobs/job-1/checkpoints", ""},
+		{"every option", map[string]any{"beam:option:go_options:v1": map[string]any{"options": map[string]any{
+			"weir_checkpoint_interval": "1m", "weir_checkpoint_mode": "aligned-timeout", "weir_checkpoint_aligned_timeout": "2s",
+			"weir_checkpoint_timeout": "5m", "weir_checkpoint_tolerable_failures": "3", "weir_checkpoint_keep": "5",
+			"weir_checkpoint_dir": "/ckpt"}}}, "1m0s aligned-timeout 2s 5m0s 3 5 /ckpt", ""},
+		{"bad interval", map[string]any{"weir_checkpoint_interval": "often"}, "", `weir_checkpoint_interval="often"`},
+		{"negative interval", map[string]any{"weir_checkpoint_interval": "-1s"}, "", `weir_checkpoint_interval="-1s"`},
+		{"bad mode", map[string]any{"weir_checkpoint_interval": "1s", "weir_checkpoint_mode": "sideways"}, "", "sideways"},
+		{"timeout mode without its timeout", map[string]any{"weir_checkpoint_interval": "1s", "weir_checkpoint_mode": "aligned-timeout"},
+			"", "weir_checkpoint_aligned_timeout"},
+		{"bad count", map[string]any{"weir_checkpoint_interval": "1s", "weir_checkpoint_keep": "-2"}, "", "weir_checkpoint_keep"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := structpb.NewStruct(tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := checkpointOptions(&Job{ID: "job-1", Options: st}, "/state")
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one naming %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if c != nil {
+				o := c.coord
+				got = strings.Join([]string{o.Interval.String(), o.Mode.String(), o.AlignedTimeout.String(), o.Timeout.String(),
+					itoa(o.TolerableFailures), itoa(c.keep), c.dir}, " ")
+			}
+			if got != tc.want {
+				t.Fatalf("config %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func modKey(p int) (int, int) { return p % 5, p }
+
+func sumGroup(_ int, vs func(*int) bool, emit func(int)) {
+	total, v := 0, 0
+	for vs(&v) {
+		total += v
+	}
+	emit(total)
+}
+
+func init() {
+	register.Function1x2(modKey)
+	register.Function3x0(sumGroup)
+	register.Iter1[int]()
+	register.Emitter1[int]()
+}
+
+// runCheckpointed runs an unbounded job (an endless SDF, keyed and grouped
+// in the global window, so the group's shuffle holds state until the end)
+// with the given checkpoint options, waits for `want` completed
+// checkpoints, then drains it. A drain truncates the SDF to end before
+// drainEnd, so the output is the same whenever it happens: passert checks
+// it inside the job.
+func runCheckpointed(t *testing.T, opts map[string]string, want int64) *Job {
+	t.Helper()
+	for k, v := range opts {
+		beam.PipelineOptions.Set(k, v)
+		defer beam.PipelineOptions.Set(k, "")
+	}
+	beam.Init()
+	p, s := beam.NewPipelineWithRoot()
+	out := beam.ParDo(s, &endlessFn{}, beam.Impulse(s))
+	sums := beam.ParDo(s, sumGroup, beam.GroupByKey(s, beam.ParDo(s, modKey, out)))
+	passert.Count(s, out, "positions", drainEnd-1)
+	passert.Count(s, sums, "groups", 5)
+	passert.Sum(s, sums, "sums", 5, (drainEnd-1)*drainEnd/2)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := Execute(ctx, p); done <- err }()
+	job := waitRunning(ctx, t)
+	for completed(job) < want {
+		select {
+		case err := <-done:
+			t.Fatalf("the job ended before %d checkpoints completed: %v", want, err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if _, err := inProcessServer().Drain(ctx, &jobpb.DrainJobRequest{JobId: string(job.ID)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("drained job: %v", err)
+	}
+	if st, _ := job.State(); st != jobpb.JobState_DRAINED {
+		t.Fatalf("job state %v, want DRAINED (error: %v)", st, job.Err())
+	}
+	return job
+}
+
+// checkpointMetrics returns the job's checkpoint metrics by transform and
+// name.
+func checkpointMetrics(j *Job) map[string]map[string]int64 {
+	out := map[string]map[string]int64{}
+	for _, mi := range j.Metrics.Results().GetCommitted() {
+		l := mi.GetLabels()
+		if l["NAMESPACE"] != CheckpointMetricsNamespace {
+			continue
+		}
+		v, ok := metrics.UserInt64(mi)
+		if !ok {
+			continue
+		}
+		if out[l["PTRANSFORM"]] == nil {
+			out[l["PTRANSFORM"]] = map[string]int64{}
+		}
+		out[l["PTRANSFORM"]][l["NAME"]] = v
+	}
+	return out
+}
+
+func completed(j *Job) int64 { return checkpointMetrics(j)["checkpoints"]["completed"] }
+
+// TestCheckpointsOfAStreamingJob runs the same unbounded job without
+// checkpoints, with aligned and with unaligned ones: every run has the
+// same output (passert inside the job), the checkpointed runs complete at
+// least three checkpoints whose folders verify and hold the group's state,
+// and their statistics are in the job's metrics.
+func TestCheckpointsOfAStreamingJob(t *testing.T) {
+	plain := runCheckpointed(t, nil, 0)
+	if m := checkpointMetrics(plain); len(m) != 0 {
+		t.Errorf("a job without checkpoints reports checkpoint metrics %v", m)
+	}
+	for _, mode := range []string{"aligned", "unaligned"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			job := runCheckpointed(t, map[string]string{CheckpointIntervalOption: "50ms", CheckpointModeOption: mode,
+				CheckpointDirOption: dir, CheckpointKeepOption: "10"}, 3)
+			storage, err := checkpoint.OpenStorage(checkpoint.StorageOptions{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids, err := storage.List()
+			if err != nil || len(ids) < 3 {
+				t.Fatalf("%d checkpoints visible (%v), want at least 3", len(ids), err)
+			}
+			withState := 0
+			for _, id := range ids {
+				c, err := storage.Verify(id)
+				if err != nil {
+					t.Fatalf("checkpoint %d does not verify: %v", id, err)
+				}
+				m := c.Manifest
+				if m.Job == "" || m.KeyGroups != 128 || m.Stats == nil || m.Stats.Subtasks == 0 || len(m.Subtasks) == 0 {
+					t.Errorf("checkpoint %d: manifest %+v", id, m)
+				}
+				for _, f := range m.Files {
+					if strings.HasSuffix(f.Name, ".sst") {
+						withState++
+						break
+					}
+				}
+			}
+			if withState == 0 {
+				t.Errorf("no checkpoint holds the group's state")
+			}
+			m := checkpointMetrics(job)
+			if m["checkpoints"]["completed"] < 3 {
+				t.Errorf("metrics report %d completed checkpoints, want at least 3", m["checkpoints"]["completed"])
+			}
+			last := m["chk-"+itoa(int(ids[0]))]
+			if last["status"] != int64(checkpoint.Completed) || last["subtasks"] == 0 || last["trigger_unix_ms"] == 0 {
+				t.Errorf("metrics of checkpoint %d: %v", ids[0], last)
+			}
+			if unaligned := last["unaligned_subtasks"]; (mode == "unaligned") != (unaligned > 0) {
+				t.Errorf("%s checkpoint %d had %d unaligned subtasks", mode, ids[0], unaligned)
+			}
+			t.Logf("%s: %d checkpoints kept; the last: %v", mode, len(ids), last)
+		})
+	}
+}
