@@ -14,12 +14,10 @@ import (
 	"time"
 
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
-	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/weir-runner/weir/checkpoint"
 	"github.com/weir-runner/weir/executor"
-	"github.com/weir-runner/weir/metrics"
 	"github.com/weir-runner/weir/state"
 )
 
@@ -145,9 +143,9 @@ type jobCheckpoints struct {
 	// asynchronous part is done: a subtask that ends is reported only
 	// after its acknowledgement.
 	writing map[checkpoint.Task]chan struct{}
-	async  sync.WaitGroup // snapshot writers
-	stop   context.CancelFunc
-	done   chan struct{} // closed when the driver returns
+	async   sync.WaitGroup // snapshot writers
+	stop    context.CancelFunc
+	done    chan struct{} // closed when the driver returns
 }
 
 type snapKey struct {
@@ -400,45 +398,6 @@ func (c *jobCheckpoints) finished(st checkpoint.Stats) {
 	case checkpoint.Failed:
 		c.j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "checkpoint %d failed: %s", st.ID, st.Reason)
 	}
-}
-
-// CheckpointMetricsNamespace is the user-metric namespace of checkpoint
-// statistics in job metrics. Totals are under the transform "checkpoints";
-// each checkpoint kept in the history under "chk-<id>".
-const CheckpointMetricsNamespace = "weir.checkpoints"
-
-// The names of the per-checkpoint gauges, in the order weir checkpoints
-// prints them.
-var checkpointGauges = []string{"status", "trigger_unix_ms", "duration_ms", "bytes", "in_flight_bytes",
-	"start_delay_max_ms", "alignment_max_ms", "sync_max_ms", "async_max_ms", "unaligned_subtasks", "subtasks"}
-
-// monitoringInfos reports checkpoint statistics as job metrics: counts,
-// and the gauges of each checkpoint in the coordinator's history (the last
-// ten), so the metrics stay bounded however long the job runs.
-func (c *jobCheckpoints) monitoringInfos() []*pipepb.MonitoringInfo {
-	hist, pending, completed, failed := c.driver.Stats()
-	ns := CheckpointMetricsNamespace
-	inProgress := int64(0)
-	if pending != nil {
-		inProgress = 1
-	}
-	out := []*pipepb.MonitoringInfo{
-		metrics.UserCounter(ns, "completed", "checkpoints", int64(completed)),
-		metrics.UserCounter(ns, "failed", "checkpoints", int64(failed)),
-		metrics.UserCounter(ns, "in_progress", "checkpoints", inProgress),
-	}
-	for _, st := range hist {
-		sum := st.Summary()
-		ts := st.Trigger.UnixMilli()
-		vals := []int64{int64(st.Status), ts, st.Duration(time.Time{}).Milliseconds(), sum.Bytes, sum.InFlightBytes,
-			sum.MaxStartDelay.Milliseconds(), sum.MaxAlignment.Milliseconds(), sum.MaxSync.Milliseconds(),
-			sum.MaxAsync.Milliseconds(), int64(sum.UnalignedSubtasks), int64(sum.AckedSubtasks)}
-		tr := fmt.Sprintf("chk-%d", st.ID)
-		for i, name := range checkpointGauges {
-			out = append(out, metrics.UserGauge(ns, name, tr, ts, vals[i]))
-		}
-	}
-	return out
 }
 
 // defaultStateDir is where jobs keep what outlives them (checkpoints)

@@ -14,7 +14,6 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/weir-runner/weir/checkpoint"
-	"github.com/weir-runner/weir/metrics"
 )
 
 func TestCheckpointOptions(t *testing.T) {
@@ -128,28 +127,11 @@ func runCheckpointed(t *testing.T, opts map[string]string, want int64) *Job {
 	return job
 }
 
-// checkpointMetrics returns the job's checkpoint metrics by transform and
-// name.
-func checkpointMetrics(j *Job) map[string]map[string]int64 {
-	out := map[string]map[string]int64{}
-	for _, mi := range j.Metrics.Results().GetCommitted() {
-		l := mi.GetLabels()
-		if l["NAMESPACE"] != CheckpointMetricsNamespace {
-			continue
-		}
-		v, ok := metrics.UserInt64(mi)
-		if !ok {
-			continue
-		}
-		if out[l["PTRANSFORM"]] == nil {
-			out[l["PTRANSFORM"]] = map[string]int64{}
-		}
-		out[l["PTRANSFORM"]][l["NAME"]] = v
-	}
-	return out
+func report(j *Job) CheckpointReport {
+	return ReadCheckpointMetrics(j.Metrics.Results().GetCommitted())
 }
 
-func completed(j *Job) int64 { return checkpointMetrics(j)["checkpoints"]["completed"] }
+func completed(j *Job) int64 { return report(j).Completed }
 
 // TestCheckpointsOfAStreamingJob runs the same unbounded job without
 // checkpoints, with aligned and with unaligned ones: every run has the
@@ -158,8 +140,8 @@ func completed(j *Job) int64 { return checkpointMetrics(j)["checkpoints"]["compl
 // and their statistics are in the job's metrics.
 func TestCheckpointsOfAStreamingJob(t *testing.T) {
 	plain := runCheckpointed(t, nil, 0)
-	if m := checkpointMetrics(plain); len(m) != 0 {
-		t.Errorf("a job without checkpoints reports checkpoint metrics %v", m)
+	if r := report(plain); r.Completed != 0 || len(r.Checkpoints) != 0 {
+		t.Errorf("a job without checkpoints reports checkpoints %+v", r)
 	}
 	for _, mode := range []string{"aligned", "unaligned"} {
 		t.Run(mode, func(t *testing.T) {
@@ -194,18 +176,51 @@ func TestCheckpointsOfAStreamingJob(t *testing.T) {
 			if withState == 0 {
 				t.Errorf("no checkpoint holds the group's state")
 			}
-			m := checkpointMetrics(job)
-			if m["checkpoints"]["completed"] < 3 {
-				t.Errorf("metrics report %d completed checkpoints, want at least 3", m["checkpoints"]["completed"])
+			r := report(job)
+			if r.Completed < 3 || len(r.Checkpoints) == 0 {
+				t.Fatalf("metrics report %d completed checkpoints, %d kept; want at least 3", r.Completed, len(r.Checkpoints))
 			}
-			last := m["chk-"+itoa(int(ids[0]))]
-			if last["status"] != int64(checkpoint.Completed) || last["subtasks"] == 0 || last["trigger_unix_ms"] == 0 {
-				t.Errorf("metrics of checkpoint %d: %v", ids[0], last)
+			// The newest visible checkpoint; the history may end with one
+			// the drain ended before any subtask acknowledged it.
+			var last CheckpointRow
+			for _, row := range r.Checkpoints {
+				if row.ID == uint64(ids[0]) {
+					last = row
+				}
 			}
-			if unaligned := last["unaligned_subtasks"]; (mode == "unaligned") != (unaligned > 0) {
-				t.Errorf("%s checkpoint %d had %d unaligned subtasks", mode, ids[0], unaligned)
+			if last.ID != uint64(ids[0]) || last.Status != checkpoint.Completed || last.Subtasks == 0 || last.Trigger.IsZero() ||
+				last.Bytes == 0 || last.Duration <= 0 {
+				t.Errorf("metrics of the last checkpoint: %+v; want checkpoint %d completed", last, ids[0])
+			}
+			if (mode == "unaligned") != (last.Unaligned > 0) {
+				t.Errorf("%s checkpoint %d had %d unaligned subtasks", mode, last.ID, last.Unaligned)
 			}
 			t.Logf("%s: %d checkpoints kept; the last: %v", mode, len(ids), last)
 		})
+	}
+}
+
+func TestCheckpointMetricsRoundTrip(t *testing.T) {
+	t0 := time.UnixMilli(1_700_000_000_000)
+	st := checkpoint.Stats{ID: 7, Trigger: t0, End: t0.Add(1500 * time.Millisecond), Status: checkpoint.Completed, Total: 2,
+		Subtasks: []checkpoint.SubtaskStats{
+			{Ack: checkpoint.Ack{Bytes: 100, Sync: 3 * time.Millisecond, Async: 40 * time.Millisecond}, StartDelay: 20 * time.Millisecond},
+			{Ack: checkpoint.Ack{Bytes: 50, InFlightBytes: 10, Unaligned: true, Alignment: 9 * time.Millisecond}},
+		}}
+	failed := checkpoint.Stats{ID: 6, Trigger: t0.Add(-time.Second), End: t0, Status: checkpoint.Failed}
+	r := ReadCheckpointMetrics(checkpointInfos([]checkpoint.Stats{failed, st}, true, 1, 1))
+	want := CheckpointRow{ID: 7, Status: checkpoint.Completed, Trigger: t0, Duration: 1500 * time.Millisecond,
+		MaxStartDelay: 20 * time.Millisecond, MaxAlignment: 9 * time.Millisecond, MaxSync: 3 * time.Millisecond,
+		MaxAsync: 40 * time.Millisecond, Bytes: 150, InFlightBytes: 10, Unaligned: 1, Subtasks: 2}
+	if r.Completed != 1 || r.Failed != 1 || r.InProgress != 1 || len(r.Checkpoints) != 2 {
+		t.Fatalf("report %+v", r)
+	}
+	if got := r.Checkpoints[0]; !got.Trigger.Equal(want.Trigger) {
+		t.Errorf("trigger %v, want %v", got.Trigger, want.Trigger)
+	} else if got.Trigger = want.Trigger; got != want {
+		t.Errorf("row\n got %+v\nwant %+v", got, want)
+	}
+	if r.Checkpoints[1].ID != 6 || r.Checkpoints[1].Status != checkpoint.Failed {
+		t.Errorf("second row %+v, want checkpoint 6 failed", r.Checkpoints[1])
 	}
 }
