@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 )
 
 // Checkpointer takes part in checkpoints on behalf of a graph's subtasks;
@@ -43,6 +45,20 @@ type BarrierRecord struct {
 	// DecodeInFlight), which the snapshot does not include.
 	Unaligned bool
 	InFlight  []byte
+	// Watermarks are the subtask's input watermark per port at the
+	// snapshot (none for sources), so a restored subtask neither fires
+	// windows early nor fires them again.
+	Watermarks []mtime.Time
+	// State is what the operator or source keeps outside the store (see
+	// StateSnapshotter and Injector.OnSnapshot), opaque to the executor.
+	State []byte
+}
+
+// StateSnapshotter is implemented by operators that keep state outside the
+// store which a checkpoint must hold. The gate calls it in the synchronous
+// part of the snapshot, after Operator.Barrier.
+type StateSnapshotter interface {
+	SnapshotState(id BarrierID) ([]byte, error)
 }
 
 // inFlight records the batches an unaligned barrier overtook:

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
@@ -47,6 +48,10 @@ type gate struct {
 	switchAt  time.Time
 	canSwitch bool
 	flight    inFlight // data the unaligned barrier overtook
+	// watermarks and state are what the snapshot recorded of the
+	// subtask's input watermarks and the operator's own state.
+	watermarks []mtime.Time
+	state      []byte
 
 	// Checkpoint wiring; cp nil takes part in no checkpoint but barriers
 	// still align and flow.
@@ -210,6 +215,14 @@ func (g *gate) abandon() {
 	}
 }
 
+// inputWatermarks appends each port's input watermark to b.
+func (g *gate) inputWatermarks(b []mtime.Time) []mtime.Time {
+	for _, p := range g.ports {
+		b = append(b, p.Input())
+	}
+	return b
+}
+
 // switchDeadline says when the pending barrier's alignment times out.
 func (g *gate) switchDeadline() (time.Time, bool) {
 	if g.pending == 0 || g.unaligned || !g.canSwitch {
@@ -253,6 +266,15 @@ func (g *gate) snapshot(ctx context.Context) error {
 	if err := g.op.Barrier(ctx, id); err != nil {
 		return err
 	}
+	g.state = nil
+	if ss, ok := g.op.(StateSnapshotter); ok {
+		st, err := ss.SnapshotState(id)
+		if err != nil {
+			return fmt.Errorf("snapshot %d: %w", id, err)
+		}
+		g.state = st
+	}
+	g.watermarks = g.inputWatermarks(g.watermarks[:0])
 	if g.cp != nil {
 		if err := g.cp.Snapshot(g.node, g.sub, id); err != nil {
 			return fmt.Errorf("snapshot %d: %w", id, err)
@@ -282,7 +304,8 @@ func (g *gate) maybeAligned(ctx context.Context) error {
 		}
 	}
 	rec := BarrierRecord{Node: g.node, Subtask: g.sub, ID: id, Arrival: g.arrival,
-		Alignment: g.snapAt.Sub(g.arrival), Sync: g.sync, Unaligned: g.unaligned, InFlight: g.flight.buf}
+		Alignment: g.snapAt.Sub(g.arrival), Sync: g.sync, Unaligned: g.unaligned, InFlight: g.flight.buf,
+		Watermarks: slices.Clone(g.watermarks), State: g.state}
 	g.last, g.pending, g.unaligned, g.flight = id, 0, false, inFlight{}
 	g.ack(id)
 	if g.cp != nil {

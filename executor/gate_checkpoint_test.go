@@ -163,3 +163,36 @@ func TestDecodeInFlightRejectsGarbage(t *testing.T) {
 		}
 	}
 }
+
+// stateLog is a ckptLog that keeps state of its own outside the store.
+type stateLog struct{ ckptLog }
+
+func (s *stateLog) SnapshotState(id BarrierID) ([]byte, error) {
+	return []byte(fmt.Sprint("state", id)), nil
+}
+
+func TestGateRecordsWatermarksAndOperatorState(t *testing.T) {
+	ctx := context.Background()
+	l := &stateLog{}
+	g := newGate(l, &Output{}, func(BarrierID) {}, []int{0, 0, 1})
+	g.cp = l
+	for i, env := range []envelope{
+		{0, Message{Kind: KindWatermark, Watermark: 5}},
+		{1, Message{Kind: KindWatermark, Watermark: 9}},
+		{2, Message{Kind: KindWatermark, Watermark: 3}},
+		{0, Message{Kind: KindBarrier, Barrier: 1}},
+		{1, Message{Kind: KindBarrier, Barrier: 1}},
+		{2, Message{Kind: KindBarrier, Barrier: 1}},
+	} {
+		if err := g.handle(ctx, env); err != nil {
+			t.Fatalf("envelope %d: %v", i, err)
+		}
+	}
+	if len(l.done) != 1 {
+		t.Fatalf("%d records, want 1", len(l.done))
+	}
+	r := l.done[0]
+	if string(r.State) != "state1" || !slices.Equal(r.Watermarks, []mtime.Time{5, 3}) {
+		t.Errorf("record state %q, watermarks %v; want state1 and [5 3]", r.State, r.Watermarks)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 )
 
 // Node is a stage of the graph: Parallelism subtasks of one operator kind.
@@ -186,6 +188,7 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 	gt.cp, gt.node, gt.sub, gt.now = g.Checkpoints, st.node, st.index, g.Now
 	gt.inputsEnded = func(last BarrierID) {
 		inj.last = last
+		inj.watermarks = gt.inputWatermarks(nil) // at the end of time now
 		g.inputsEnded(st, last)
 	}
 	waker, _ := op.(Waker)
@@ -296,7 +299,17 @@ type Injector struct {
 	cp        Checkpointer
 	node, sub int
 	now       func() time.Time
+	state     func() ([]byte, error) // see OnSnapshot
+	// watermarks are the input watermarks of an operator whose inputs
+	// ended, recorded with its snapshots.
+	watermarks []mtime.Time
 }
+
+// OnSnapshot registers what a source adds to each snapshot it takes: its
+// position (TestStream's next event, whether Impulse fired, Kafka
+// offsets), so a restored job resumes it rather than starting over. fn is
+// called from the source's goroutine, inside Poll.
+func (inj *Injector) OnSnapshot(fn func() ([]byte, error)) { inj.state = fn }
 
 // Poll forwards every barrier waiting for this source and acknowledges it.
 // It returns how many barriers the source has forwarded in all.
@@ -317,14 +330,25 @@ func (inj *Injector) Poll() (int, error) {
 					return inj.n, err
 				}
 			}
+			var state []byte
+			snap := inj.state
+			if ss, ok := inj.op.(StateSnapshotter); ok {
+				snap = func() ([]byte, error) { return ss.SnapshotState(id) }
+			}
+			if snap != nil {
+				var err error
+				if state, err = snap(); err != nil {
+					return inj.n, fmt.Errorf("snapshot %d: %w", id, err)
+				}
+			}
 			if inj.cp != nil {
 				if err := inj.cp.Snapshot(inj.node, inj.sub, id); err != nil {
 					return inj.n, fmt.Errorf("snapshot %d: %w", id, err)
 				}
 			}
-			var sync time.Duration
+			var syncDur time.Duration
 			if inj.now != nil {
-				sync = inj.now().Sub(arrival)
+				syncDur = inj.now().Sub(arrival)
 			}
 			if err := inj.out.barrier(inj.ctx, id); err != nil {
 				return inj.n, err
@@ -332,7 +356,8 @@ func (inj *Injector) Poll() (int, error) {
 			inj.n++
 			inj.ack(id)
 			if inj.cp != nil {
-				inj.cp.Done(BarrierRecord{Node: inj.node, Subtask: inj.sub, ID: id, Arrival: arrival, Sync: sync})
+				inj.cp.Done(BarrierRecord{Node: inj.node, Subtask: inj.sub, ID: id, Arrival: arrival, Sync: syncDur, State: state,
+					Watermarks: inj.watermarks})
 			}
 		default:
 			return inj.n, nil

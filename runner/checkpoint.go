@@ -301,12 +301,20 @@ type subtaskMeta struct {
 	InFlightFile    string `json:"in_flight_file,omitempty"`
 	Unaligned       bool   `json:"unaligned,omitempty"`
 	AlignmentMicros int64  `json:"alignment_us,omitempty"`
+	// Watermarks are the input watermark of each port, in milliseconds.
+	Watermarks []int64 `json:"watermarks,omitempty"`
+	// State is what the operator or source keeps outside the store (a
+	// source's position).
+	State []byte `json:"state,omitempty"`
 }
 
 func (c *jobCheckpoints) write(w *checkpoint.Writer, r executor.BarrierRecord, sn *state.Snapshot) (checkpoint.Ack, error) {
 	start := time.Now()
 	base := fmt.Sprintf("n%d-s%d", r.Node, r.Subtask)
-	meta := subtaskMeta{Unaligned: r.Unaligned, AlignmentMicros: r.Alignment.Microseconds()}
+	meta := subtaskMeta{Unaligned: r.Unaligned, AlignmentMicros: r.Alignment.Microseconds(), State: r.State}
+	for _, wm := range r.Watermarks {
+		meta.Watermarks = append(meta.Watermarks, int64(wm))
+	}
 	var bytes int64
 	if sn != nil {
 		name := base + ".sst"

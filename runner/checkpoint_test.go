@@ -166,6 +166,15 @@ func TestCheckpointsOfAStreamingJob(t *testing.T) {
 				if m.Job == "" || m.KeyGroups != 128 || m.Stats == nil || m.Stats.Subtasks == 0 || len(m.Subtasks) == 0 {
 					t.Errorf("checkpoint %d: manifest %+v", id, m)
 				}
+				for _, sm := range m.Subtasks {
+					var meta subtaskMeta
+					if err := json.Unmarshal(sm.Meta, &meta); err != nil {
+						t.Fatalf("checkpoint %d: subtask %d/%d meta %q: %v", id, sm.Node, sm.Subtask, sm.Meta, err)
+					}
+					if sm.Node > 0 && len(meta.Watermarks) == 0 {
+						t.Errorf("checkpoint %d: subtask %d/%d recorded no watermark", id, sm.Node, sm.Subtask)
+					}
+				}
 				for _, f := range m.Files {
 					if strings.HasSuffix(f.Name, ".sst") {
 						withState++
