@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 
+	"github.com/weir-runner/weir/checkpoint"
 	"github.com/weir-runner/weir/executor"
 	"github.com/weir-runner/weir/fnapi"
 	"github.com/weir-runner/weir/state"
@@ -107,7 +109,12 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		defer ck.close()
 		g.Checkpoints, barriers = ck, ck.barriers
 	}
-	return g.Run(ctx, barriers)
+	err = g.Run(ctx, barriers)
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, checkpoint.ErrTooManyFailures) {
+		// Not the error of whichever subtask saw the cancellation first.
+		return cause
+	}
+	return err
 }
 
 // stageNamespaces returns the store namespaces a stage's subtask writes:
