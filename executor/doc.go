@@ -13,7 +13,13 @@
 //   - a barrier is aligned: a channel that delivered Barrier(n) is held back
 //     (its later messages queued) until every live channel has delivered it,
 //     then the operator snapshots, the barrier goes downstream and the
-//     subtask acknowledges n to the coordinator exactly once;
+//     subtask acknowledges n to the coordinator exactly once. Once the
+//     checkpoint's aligned timeout passes (at once in unaligned mode) the
+//     subtask snapshots and forwards without waiting, and records the data
+//     still arriving ahead of the barrier as in-flight data (a
+//     Checkpointer receives snapshots and records; see checkpoint.go);
+//   - a subtask whose inputs all ended but that runs on (an SDF resuming in
+//     Finish) has barriers injected as a source does, and polls for them;
 //   - when every channel has ended, the operator finishes and the subtask
 //     ends its outputs.
 //

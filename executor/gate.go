@@ -3,6 +3,8 @@ package executor
 import (
 	"context"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 
@@ -11,18 +13,22 @@ import (
 
 // channelState is what a consumer knows of one input channel.
 type channelState struct {
-	port    int
-	in      watermarkmgr.InputID // the channel's input in its port's manager
-	wm      mtime.Time           // the channel's last watermark
-	from    int                  // index of its producer in gate.spreadWM
-	pt      mtime.Time           // synthetic processing time
-	ended   bool
-	blocked bool      // delivered the pending barrier; later messages wait
+	port  int
+	in    watermarkmgr.InputID // the channel's input in its port's manager
+	wm    mtime.Time           // the channel's last watermark
+	from  int                  // index of its producer in gate.spreadWM
+	pt    mtime.Time           // synthetic processing time
+	ended bool
+	got   bool // delivered the pending barrier
+	// blocked holds back what the channel delivers after the pending
+	// barrier until every channel has delivered it (aligned only).
+	blocked bool
 	queue   []Message // messages held back while blocked
 }
 
 // gate turns a subtask's incoming envelopes into operator calls: per-port
-// watermarks, aligned barriers and end of input.
+// watermarks, barriers (aligned, or unaligned once the checkpoint's
+// aligned timeout passes) and end of input.
 type gate struct {
 	op       Operator
 	out      *Output
@@ -30,9 +36,33 @@ type gate struct {
 	channels []channelState
 	ports    []*watermarkmgr.Manager // a port's watermark over its channels
 	procTime mtime.Time              // minimum synthetic processing time delivered
-	pending  BarrierID               // barrier being aligned; 0 when none
 	live     int                     // channels not ended
 	finished bool
+
+	pending BarrierID // barrier being aligned; 0 when none
+	// last is the newest barrier completed or abandoned here: barriers up
+	// to it that still arrive belong to checkpoints that are over.
+	last      BarrierID
+	arrival   time.Time // the pending barrier's first arrival
+	snapAt    time.Time // when its snapshot was taken
+	sync      time.Duration
+	unaligned bool // its snapshot is taken and the barrier forwarded
+	switchAt  time.Time
+	canSwitch bool
+	flight    inFlight // data the unaligned barrier overtook
+	// watermarks and state are what the snapshot recorded of the
+	// subtask's input watermarks and the operator's own state.
+	watermarks []mtime.Time
+	state      []byte
+
+	// Checkpoint wiring; cp nil takes part in no checkpoint but barriers
+	// still align and flow.
+	cp        Checkpointer
+	node, sub int
+	now       func() time.Time
+	// inputsEnded, if set, is called once every input ended, before the
+	// operator finishes: barriers can reach it only by injection now.
+	inputsEnded func(last BarrierID)
 
 	// spread, if set, hears the watermark of each producer feeding the
 	// subtask (the least over its live channels), in spreadWM.
@@ -72,7 +102,7 @@ func (g *gate) observeSpread() {
 }
 
 func newGate(op Operator, out *Output, ack func(BarrierID), ports []int) *gate {
-	g := &gate{op: op, out: out, ack: ack}
+	g := &gate{op: op, out: out, ack: ack, now: time.Now}
 	var perPort []int // channels on each port
 	for _, p := range ports {
 		for len(perPort) <= p {
@@ -108,6 +138,11 @@ func (g *gate) deliver(ctx context.Context, ch int, m Message) error {
 	c := &g.channels[ch]
 	switch m.Kind {
 	case KindData:
+		if g.unaligned && !c.got {
+			// Sent before the barrier, processed after the snapshot: the
+			// snapshot must carry it.
+			g.flight.add(ch, c.port, m.Elems)
+		}
 		return g.op.Process(ctx, c.port, m.Elems)
 	case KindWatermark:
 		if err := g.ports[c.port].Advance(c.in, m.Watermark); err != nil {
@@ -142,6 +177,9 @@ func (g *gate) deliver(ctx context.Context, ch int, m Message) error {
 			return err
 		}
 		if g.live == 0 {
+			if g.inputsEnded != nil {
+				g.inputsEnded(g.last)
+			}
 			g.finished = true
 			return g.op.Finish(ctx)
 		}
@@ -180,39 +218,151 @@ func (g *gate) advanceProcTime(ctx context.Context) error {
 }
 
 func (g *gate) barrier(ctx context.Context, ch int, id BarrierID) error {
-	switch {
-	case g.pending == 0:
-		g.pending = id
-	case id != g.pending:
-		return fmt.Errorf("executor: barrier %d arrived on channel %d while aligning %d", id, ch, g.pending)
+	if id <= g.last || (g.pending != 0 && id < g.pending) {
+		// A checkpoint that is over (expired, or abandoned here for a
+		// newer one): only one is in flight, so the newer one supersedes it.
+		return nil
 	}
-	g.channels[ch].blocked = true
+	if g.pending != 0 && id > g.pending {
+		// The pending checkpoint expired upstream before every channel
+		// brought its barrier: drop it and release what it held back.
+		g.abandon()
+	}
+	if g.pending == 0 {
+		g.start(id)
+	}
+	c := &g.channels[ch]
+	c.got = true
+	c.blocked = !g.unaligned
+	if err := g.release(ctx); err != nil { // only after an abandon is anything queued
+		return err
+	}
+	if !g.unaligned && g.canSwitch && !g.now().Before(g.switchAt) {
+		return g.goUnaligned(ctx)
+	}
 	return g.maybeAligned(ctx)
 }
 
+func (g *gate) start(id BarrierID) {
+	g.pending, g.arrival, g.unaligned, g.flight = id, g.now(), false, inFlight{}
+	g.canSwitch = false
+	if g.cp != nil {
+		g.switchAt, g.canSwitch = g.cp.SwitchAt(id)
+	}
+}
+
+func (g *gate) abandon() {
+	g.last, g.pending, g.unaligned, g.flight = g.pending, 0, false, inFlight{}
+	for i := range g.channels {
+		g.channels[i].got, g.channels[i].blocked = false, false
+	}
+}
+
+// inputWatermarks appends each port's input watermark to b.
+func (g *gate) inputWatermarks(b []mtime.Time) []mtime.Time {
+	for _, p := range g.ports {
+		b = append(b, p.Input())
+	}
+	return b
+}
+
+// switchDeadline says when the pending barrier's alignment times out.
+func (g *gate) switchDeadline() (time.Time, bool) {
+	if g.pending == 0 || g.unaligned || !g.canSwitch {
+		return time.Time{}, false
+	}
+	return g.switchAt, true
+}
+
+// alignTimeout switches the pending barrier to unaligned if its aligned
+// timeout has passed by now.
+func (g *gate) alignTimeout(ctx context.Context, now time.Time) error {
+	if at, ok := g.switchDeadline(); !ok || now.Before(at) {
+		return nil
+	}
+	return g.goUnaligned(ctx)
+}
+
+// goUnaligned snapshots and forwards the pending barrier before every
+// channel has delivered it. What the channels still without it deliver
+// until their barrier is processed as usual and also recorded as in-flight
+// data, since the snapshot does not include it.
+func (g *gate) goUnaligned(ctx context.Context) error {
+	g.unaligned = true
+	if err := g.snapshot(ctx); err != nil {
+		return err
+	}
+	for i := range g.channels {
+		g.channels[i].blocked = false
+	}
+	if err := g.release(ctx); err != nil {
+		return err
+	}
+	return g.maybeAligned(ctx)
+}
+
+// snapshot takes the operator's snapshot of the pending barrier and sends
+// the barrier on.
+func (g *gate) snapshot(ctx context.Context) error {
+	id := g.pending
+	g.snapAt = g.now()
+	if err := g.op.Barrier(ctx, id); err != nil {
+		return err
+	}
+	g.state = nil
+	if ss, ok := g.op.(StateSnapshotter); ok {
+		st, err := ss.SnapshotState(id)
+		if err != nil {
+			return fmt.Errorf("snapshot %d: %w", id, err)
+		}
+		g.state = st
+	}
+	g.watermarks = g.inputWatermarks(g.watermarks[:0])
+	if g.cp != nil {
+		if err := g.cp.Snapshot(g.node, g.sub, id); err != nil {
+			return fmt.Errorf("snapshot %d: %w", id, err)
+		}
+	}
+	g.sync = g.now().Sub(g.snapAt)
+	return g.out.barrier(ctx, id)
+}
+
 // maybeAligned completes the pending barrier once every live channel has
-// delivered it: snapshot, forward, acknowledge, then release held messages.
+// delivered it: aligned, snapshot, forward, acknowledge, then release held
+// messages; unaligned, the snapshot is taken and the in-flight data is now
+// complete.
 func (g *gate) maybeAligned(ctx context.Context) error {
 	if g.pending == 0 {
 		return nil
 	}
 	for i := range g.channels {
-		if !g.channels[i].ended && !g.channels[i].blocked {
+		if !g.channels[i].ended && !g.channels[i].got {
 			return nil
 		}
 	}
 	id := g.pending
-	g.pending = 0
-	if err := g.op.Barrier(ctx, id); err != nil {
-		return err
+	if !g.unaligned {
+		if err := g.snapshot(ctx); err != nil {
+			return err
+		}
 	}
-	if err := g.out.barrier(ctx, id); err != nil {
-		return err
-	}
+	rec := BarrierRecord{Node: g.node, Subtask: g.sub, ID: id, Arrival: g.arrival,
+		Alignment: g.snapAt.Sub(g.arrival), Sync: g.sync, Unaligned: g.unaligned, InFlight: g.flight.buf,
+		Watermarks: slices.Clone(g.watermarks), State: g.state}
+	g.last, g.pending, g.unaligned, g.flight = id, 0, false, inFlight{}
 	g.ack(id)
-	for i := range g.channels {
-		g.channels[i].blocked = false
+	if g.cp != nil {
+		g.cp.Done(rec)
 	}
+	for i := range g.channels {
+		g.channels[i].got, g.channels[i].blocked = false, false
+	}
+	return g.release(ctx)
+}
+
+// release delivers the messages channels held back, in order, until a
+// channel is blocked again.
+func (g *gate) release(ctx context.Context) error {
 	for i := range g.channels {
 		for len(g.channels[i].queue) > 0 && !g.channels[i].blocked {
 			m := g.channels[i].queue[0]

@@ -277,8 +277,9 @@ func (g *GroupByKey) timestamp(end, minTS, maxTS mtime.Time) mtime.Time {
 	return end
 }
 
-// Barrier implements Operator. Snapshots are not stored yet.
-func (g *GroupByKey) Barrier(context.Context, BarrierID) error { return nil }
+// Barrier implements Operator: commit the buffered batch, so the store's
+// snapshot at the barrier holds everything before it.
+func (g *GroupByKey) Barrier(context.Context, BarrierID) error { return g.Buf.Flush() }
 
 // Finish implements Operator: the watermark reached the end of time before
 // the inputs ended, so nothing is left to fire.

@@ -370,8 +370,9 @@ func (g *TriggeredGroupByKey) encode(w *trigWindow, pane triggers.Pane) error {
 	return nil
 }
 
-// Barrier implements Operator. Snapshots are not stored yet.
-func (g *TriggeredGroupByKey) Barrier(context.Context, BarrierID) error { return nil }
+// Barrier implements Operator: commit the pending batch, so the store's
+// snapshot at the barrier holds everything before it.
+func (g *TriggeredGroupByKey) Barrier(context.Context, BarrierID) error { return g.Windows.Flush() }
 
 // Finish implements Operator: every input ended, so the watermark reached
 // the end of time and every window has expired.

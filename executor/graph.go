@@ -3,8 +3,11 @@ package executor
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 )
 
 // Node is a stage of the graph: Parallelism subtasks of one operator kind.
@@ -46,6 +49,19 @@ type Graph struct {
 	// producers of a node fed by several above which Warn hears of it.
 	SpreadWarning time.Duration
 	Warn          func(msg string)
+	// Checkpoints, if set, takes part in checkpoints for every subtask:
+	// snapshots, in-flight data, aligned timeouts.
+	Checkpoints Checkpointer
+	// Now is the clock of checkpoint statistics and aligned timeouts;
+	// default time.Now.
+	Now func() time.Time
+
+	// targets are the subtasks barriers are injected into: sources, and
+	// subtasks running on after their inputs ended. lastBarrier is the
+	// newest injected.
+	mu          sync.Mutex
+	targets     []*subtask
+	lastBarrier BarrierID
 }
 
 type subtask struct {
@@ -55,7 +71,8 @@ type subtask struct {
 	from        []int // producing node of each input channel
 	spread      *spreadWatch
 	out         *Output
-	inject      chan BarrierID // sources only
+	inject      chan BarrierID // barriers injected, for sources and subtasks whose inputs ended
+	done        chan struct{}  // closed when the subtask's goroutine returns
 }
 
 // Run runs the graph until every subtask has finished, or the first error.
@@ -74,7 +91,12 @@ func (g *Graph) Run(ctx context.Context, barriers <-chan BarrierID) error {
 	fail := func(err error) {
 		errOnce.Do(func() { firstErr = err; cancel(err) })
 	}
-	var sources []*subtask
+	if g.Now == nil {
+		g.Now = time.Now
+	}
+	g.mu.Lock()
+	g.targets, g.lastBarrier = nil, 0
+	g.mu.Unlock()
 	for _, row := range subs {
 		for _, st := range row {
 			n := g.Nodes[st.node]
@@ -86,8 +108,9 @@ func (g *Graph) Run(ctx context.Context, barriers <-chan BarrierID) error {
 					return fmt.Errorf("executor: node %s has no inputs and no NewSource", n.Name)
 				}
 				src, err = n.NewSource(st.index, st.out)
-				st.inject = make(chan BarrierID, 4)
-				sources = append(sources, st)
+				g.mu.Lock()
+				g.targets = append(g.targets, st)
+				g.mu.Unlock()
 			} else {
 				op, err = n.New(st.index, st.out)
 			}
@@ -97,8 +120,13 @@ func (g *Graph) Run(ctx context.Context, barriers <-chan BarrierID) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				defer close(st.done)
 				if err := g.runSubtask(ctx, st, op, src); err != nil {
 					fail(fmt.Errorf("%s[%d]: %w", n.Name, st.index, err))
+					return
+				}
+				if g.Checkpoints != nil {
+					g.Checkpoints.Finished(st.node, st.index)
 				}
 			}()
 		}
@@ -113,12 +141,34 @@ func (g *Graph) Run(ctx context.Context, barriers <-chan BarrierID) error {
 			}
 			return firstErr
 		case id := <-barriers:
-			for _, s := range sources {
+			g.mu.Lock()
+			g.lastBarrier = id
+			targets := g.targets
+			g.mu.Unlock()
+			for _, s := range targets {
 				select {
 				case s.inject <- id:
-				case <-ctx.Done():
+				case <-s.done:
+				default:
+					// A target that does not poll (a long Finish) must not
+					// stop the graph: its checkpoint expires instead.
 				}
 			}
+		}
+	}
+}
+
+// inputsEnded makes a subtask whose inputs all ended a target of barrier
+// injection, and injects the newest barrier if it has not seen it: it may
+// have been sent only to sources that had finished.
+func (g *Graph) inputsEnded(st *subtask, last BarrierID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.targets = append(slices.Clip(g.targets), st)
+	if g.lastBarrier > last {
+		select {
+		case st.inject <- g.lastBarrier:
+		default:
 		}
 	}
 }
@@ -129,33 +179,46 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 			g.OnAck(st.node, st.index, id)
 		}
 	}
+	inj := &Injector{ctx: ctx, in: st.inject, out: st.out, ack: ack, op: op,
+		cp: g.Checkpoints, node: st.node, sub: st.index, now: g.Now}
 	if src != nil {
-		inj := &Injector{ctx: ctx, in: st.inject, out: st.out, ack: ack}
 		if err := src.Run(ctx, st.out, inj); err != nil {
 			return err
 		}
 		return st.out.end(ctx)
 	}
+	// Finish may run on for long (an unbounded SDF) and poll for barriers.
+	ctx = context.WithValue(ctx, injectorKey{}, inj)
+	inj.ctx = ctx
 	gt := newGate(op, st.out, ack, st.ports)
 	gt.watchSpread(st.spread, st.index, st.from)
+	gt.cp, gt.node, gt.sub, gt.now = g.Checkpoints, st.node, st.index, g.Now
+	gt.inputsEnded = func(last BarrierID) {
+		inj.last = last
+		inj.watermarks = gt.inputWatermarks(nil) // at the end of time now
+		g.inputsEnded(st, last)
+	}
 	waker, _ := op.(Waker)
-	var alarm *time.Timer
+	var alarm, align *time.Timer
 	defer func() {
 		if alarm != nil {
 			alarm.Stop()
 		}
+		if align != nil {
+			align.Stop()
+		}
 	}()
 	for !gt.finished {
-		var wake <-chan time.Time
+		var wake, aligned <-chan time.Time
 		if waker != nil {
 			if at, ok := waker.NextWake(); ok {
-				if alarm == nil {
-					alarm = time.NewTimer(time.Until(at))
-				} else {
-					alarm.Reset(time.Until(at))
-				}
+				alarm = resetTimer(alarm, at)
 				wake = alarm.C
 			}
+		}
+		if at, ok := gt.switchDeadline(); ok {
+			align = resetTimer(align, at)
+			aligned = align.C
 		}
 		select {
 		case env := <-st.inbox:
@@ -166,11 +229,24 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 			if err := waker.Wake(ctx, now); err != nil {
 				return err
 			}
+		case <-aligned:
+			if err := gt.alignTimeout(ctx, g.Now()); err != nil {
+				return err
+			}
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
 	}
 	return st.out.end(ctx)
+}
+
+// resetTimer returns t, or a new timer, set to fire at at.
+func resetTimer(t *time.Timer, at time.Time) *time.Timer {
+	if t == nil {
+		return time.NewTimer(time.Until(at))
+	}
+	t.Reset(time.Until(at))
+	return t
 }
 
 // wire creates every subtask and channel.
@@ -186,7 +262,7 @@ func (g *Graph) wire() ([][]*subtask, error) {
 		}
 		for j := range n.Parallelism {
 			ports := make([][]*edgeOut, n.Outputs)
-			subs[i] = append(subs[i], &subtask{node: i, index: j,
+			subs[i] = append(subs[i], &subtask{node: i, index: j, inject: make(chan BarrierID, 4), done: make(chan struct{}),
 				inbox: make(chan envelope, size), out: &Output{ports: ports, arrivals: n.Arrivals}})
 		}
 	}
@@ -231,12 +307,30 @@ func (g *Graph) wire() ([][]*subtask, error) {
 
 // Injector lets a source put barriers into its output between emissions.
 type Injector struct {
-	ctx context.Context
-	in  <-chan BarrierID
-	out *Output
-	ack func(BarrierID)
-	n   int
+	ctx  context.Context
+	in   <-chan BarrierID
+	out  *Output
+	ack  func(BarrierID)
+	n    int
+	last BarrierID // newest barrier forwarded; older ones are stale
+	// op is the operator of a subtask whose inputs ended, which snapshots
+	// at the barrier; nil for sources, whose snapshot is the
+	// Checkpointer's alone.
+	op        Operator
+	cp        Checkpointer
+	node, sub int
+	now       func() time.Time
+	state     func() ([]byte, error) // see OnSnapshot
+	// watermarks are the input watermarks of an operator whose inputs
+	// ended, recorded with its snapshots.
+	watermarks []mtime.Time
 }
+
+// OnSnapshot registers what a source adds to each snapshot it takes: its
+// position (TestStream's next event, whether Impulse fired, Kafka
+// offsets), so a restored job resumes it rather than starting over. fn is
+// called from the source's goroutine, inside Poll.
+func (inj *Injector) OnSnapshot(fn func() ([]byte, error)) { inj.state = fn }
 
 // Poll forwards every barrier waiting for this source and acknowledges it.
 // It returns how many barriers the source has forwarded in all.
@@ -244,11 +338,48 @@ func (inj *Injector) Poll() (int, error) {
 	for {
 		select {
 		case id := <-inj.in:
+			if id <= inj.last {
+				continue
+			}
+			inj.last = id
+			var arrival time.Time
+			if inj.now != nil {
+				arrival = inj.now()
+			}
+			if inj.op != nil {
+				if err := inj.op.Barrier(inj.ctx, id); err != nil {
+					return inj.n, err
+				}
+			}
+			var state []byte
+			snap := inj.state
+			if ss, ok := inj.op.(StateSnapshotter); ok {
+				snap = func() ([]byte, error) { return ss.SnapshotState(id) }
+			}
+			if snap != nil {
+				var err error
+				if state, err = snap(); err != nil {
+					return inj.n, fmt.Errorf("snapshot %d: %w", id, err)
+				}
+			}
+			if inj.cp != nil {
+				if err := inj.cp.Snapshot(inj.node, inj.sub, id); err != nil {
+					return inj.n, fmt.Errorf("snapshot %d: %w", id, err)
+				}
+			}
+			var syncDur time.Duration
+			if inj.now != nil {
+				syncDur = inj.now().Sub(arrival)
+			}
 			if err := inj.out.barrier(inj.ctx, id); err != nil {
 				return inj.n, err
 			}
 			inj.n++
 			inj.ack(id)
+			if inj.cp != nil {
+				inj.cp.Done(BarrierRecord{Node: inj.node, Subtask: inj.sub, ID: id, Arrival: arrival, Sync: syncDur, State: state,
+					Watermarks: inj.watermarks})
+			}
 		default:
 			return inj.n, nil
 		}

@@ -18,12 +18,22 @@ var impulseElem = wire.AppendWindowedValue(nil, mtime.MinTimestamp, nil, []byte{
 
 // Run implements Source.
 func (Impulse) Run(ctx context.Context, out *Output, inj *Injector) error {
+	fired := false
+	// A restored job must not fire Impulse again: what it started is in
+	// the snapshot downstream.
+	inj.OnSnapshot(func() ([]byte, error) {
+		if fired {
+			return []byte(`{"fired":true}`), nil
+		}
+		return []byte(`{"fired":false}`), nil
+	})
 	if _, err := inj.Poll(); err != nil {
 		return err
 	}
 	if err := out.Emit(ctx, 0, [][]byte{impulseElem}); err != nil {
 		return err
 	}
+	fired = true
 	if _, err := inj.Poll(); err != nil {
 		return err
 	}

@@ -97,7 +97,10 @@ func (l *LateData) Transform(id, name string) *TransformLate {
 // arrival delays: what it emits is where event time enters the job.
 func (l *LateData) Source(id, name string) *TransformLate {
 	t := l.Transform(id, name)
+	// Under the lock: job metrics may be read while the graph is built.
+	l.mu.Lock()
 	t.source = true
+	l.mu.Unlock()
 	return t
 }
 
@@ -296,11 +299,15 @@ func (l *LateData) Close() error {
 func (l *LateData) MonitoringInfos() []*pipepb.MonitoringInfo {
 	l.mu.Lock()
 	ts := slices.Clone(l.order)
+	sources := make([]bool, len(ts))
+	for i, t := range ts {
+		sources[i] = t.source
+	}
 	l.mu.Unlock()
 	nowMS := l.now().UnixMilli()
 	var out []*pipepb.MonitoringInfo
-	for _, t := range ts {
-		if !t.source {
+	for i, t := range ts {
+		if !sources[i] {
 			out = append(out, metrics.UserCounter(MetricsNamespace, MetricDroppedLate, t.ID, t.droppedLate.Load()))
 		}
 		if n := t.droppedClosed.Load(); n > 0 {

@@ -344,6 +344,10 @@ func (s *SDKStage) Finish(ctx context.Context) error {
 		if err := s.forwardWatermark(ctx); err != nil {
 			return err
 		}
+		// Its input has ended, so checkpoints reach it by injection.
+		if err := PollBarriers(ctx); err != nil {
+			return err
+		}
 	}
 	if err := s.fireAll(ctx); err != nil {
 		return err

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 
@@ -62,18 +63,23 @@ func (s *TestStream) Run(ctx context.Context, out *Output, inj *Injector) error 
 	if batch <= 0 {
 		batch = 256
 	}
-	r := &replay{out: out, inj: inj, wm: mtime.MinTimestamp, pt: min(max(s.Start, mtime.MinTimestamp), mtime.MaxTimestamp)}
+	r := &replay{out: out, inj: inj, wm: mtime.MinTimestamp, pt: min(max(s.Start, mtime.MinTimestamp), mtime.MaxTimestamp),
+		events: len(s.Events)}
+	inj.OnSnapshot(r.position)
 	if err := r.poll(); err != nil {
 		return err
 	}
 	if err := out.ProcessingTime(ctx, r.pt); err != nil {
 		return err
 	}
-	for _, ev := range s.Events {
+	for i, ev := range s.Events {
+		r.cur = i
 		if err := r.event(ctx, ev, batch); err != nil {
 			return err
 		}
+		r.next, r.sent = i+1, 0
 	}
+	r.cur = len(s.Events)
 	return r.watermark(ctx, mtime.MaxTimestamp)
 }
 
@@ -83,7 +89,27 @@ type replay struct {
 	inj *Injector
 	wm  mtime.Time // watermark sent so far
 	pt  mtime.Time // synthetic processing time sent so far
+	// cur is the event being replayed; next is the first event not
+	// wholly sent, of which sent elements are.
+	cur, next, sent, events int
 }
+
+// TestStreamPosition is where a TestStream's replay stood at a snapshot:
+// a restored one resumes at element Sent of event Next, with the
+// watermark and processing time it had sent.
+type TestStreamPosition struct {
+	Next           int        `json:"next_event"`
+	Sent           int        `json:"sent"`
+	Watermark      mtime.Time `json:"watermark"`
+	ProcessingTime mtime.Time `json:"processing_time"`
+}
+
+func (r *replay) position() ([]byte, error) {
+	return json.Marshal(TestStreamPosition{Next: r.next, Sent: r.sent, Watermark: r.wm, ProcessingTime: r.pt})
+}
+
+// done marks the current event sent, before the poll that may snapshot.
+func (r *replay) done() { r.next, r.sent = min(r.cur+1, r.events), 0 }
 
 func (r *replay) poll() error {
 	_, err := r.inj.Poll()
@@ -99,6 +125,9 @@ func (r *replay) event(ctx context.Context, ev TestStreamEvent, batch int) error
 				return err
 			}
 			ev.Elements = ev.Elements[n:]
+			if r.sent += n; len(ev.Elements) == 0 {
+				r.done()
+			}
 			if err := r.poll(); err != nil {
 				return err
 			}
@@ -120,6 +149,7 @@ func (r *replay) watermark(ctx context.Context, wm mtime.Time) error {
 	if err := r.out.Watermark(ctx, wm); err != nil {
 		return err
 	}
+	r.done()
 	return r.poll()
 }
 
@@ -132,6 +162,7 @@ func (r *replay) processingTime(ctx context.Context, ev TestStreamEvent) error {
 	if err := r.out.ProcessingTime(ctx, pt); err != nil {
 		return err
 	}
+	r.done()
 	return r.poll()
 }
 

@@ -38,3 +38,25 @@ func UserDistribution(namespace, name, transform string, count, sum, minV, maxV 
 	return &pipepb.MonitoringInfo{Urn: urnUserDistInt64, Type: typeDistributionInt64,
 		Labels: userLabels(namespace, name, transform), Payload: (&distInt64{count: count, sum: sum, min: minV, max: maxV}).payload()}
 }
+
+// UserInt64 reads back the value of a counter (sum_int64) or gauge
+// (latest_int64) such as UserCounter and UserGauge build, for clients that
+// show the runner's own metrics (weir checkpoints). ok is false for any
+// other type or a payload that does not decode.
+func UserInt64(mi *pipepb.MonitoringInfo) (v int64, ok bool) {
+	r := reader{buf: mi.GetPayload()}
+	switch mi.GetType() {
+	case typeSumInt64:
+	case typeLatestInt64:
+		if _, err := r.varint(); err != nil { // the timestamp
+			return 0, false
+		}
+	default:
+		return 0, false
+	}
+	v, err := r.varint()
+	if err != nil || r.done() != nil {
+		return 0, false
+	}
+	return v, true
+}

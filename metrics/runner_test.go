@@ -39,3 +39,15 @@ func TestSourceMergesIntoResultsWithoutStoring(t *testing.T) {
 		n = 4 // a source reports totals: the store must not have kept the last ones
 	}
 }
+
+func TestUserInt64ReadsBack(t *testing.T) {
+	if v, ok := UserInt64(UserCounter("weir", "n", "t", 42)); !ok || v != 42 {
+		t.Errorf("counter read back as %d, %v", v, ok)
+	}
+	if v, ok := UserInt64(UserGauge("weir", "n", "t", 1000, -7)); !ok || v != -7 {
+		t.Errorf("gauge read back as %d, %v", v, ok)
+	}
+	if _, ok := UserInt64(UserDistribution("weir", "n", "t", 1, 2, 2, 2)); ok {
+		t.Error("a distribution read as an int64")
+	}
+}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 
+	"github.com/weir-runner/weir/checkpoint"
 	"github.com/weir-runner/weir/executor"
 	"github.com/weir-runner/weir/fnapi"
 	"github.com/weir-runner/weir/state"
@@ -28,6 +30,10 @@ type LocalExecutor struct {
 	// NoLift runs combines unlifted unless a job's CombineLiftingOption
 	// says otherwise.
 	NoLift bool
+	// StateDir holds what jobs keep beyond their end: checkpoints, under
+	// jobs/<job id>/checkpoints unless a job names its own folder. Default
+	// weir under the system's temporary folder.
+	StateDir string
 }
 
 // NewLocalExecutor returns the executor that runs jobs in this process.
@@ -84,11 +90,48 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 	if err != nil {
 		return err
 	}
-	if err := g.Run(ctx, nil); err != nil {
+	stateDir := e.StateDir
+	if stateDir == "" {
+		stateDir = defaultStateDir()
+	}
+	ckCfg, err := checkpointOptions(j, stateDir)
+	if err != nil {
 		return err
+	}
+	var barriers chan executor.BarrierID
+	if ckCfg != nil {
+		runCtx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		ctx = runCtx
+		ck, err := startCheckpoints(j, ckCfg, g, store, func(node, sub int) []string {
+			return stageNamespaces(plan.Stages[node], sub)
+		}, func(err error) { cancel(err) })
+		if err != nil {
+			return err
+		}
+		// Runs before the store closes: snapshots must be released first.
+		defer ck.close()
+		g.Checkpoints, barriers = ck, ck.barriers
+	}
+	err = g.Run(ctx, barriers)
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, checkpoint.ErrTooManyFailures) {
+		// Not the error of whichever subtask saw the cancellation first.
+		return cause
+	}
+	return err
+}
+
+// stageNamespaces returns the store namespaces a stage's subtask writes:
+// one for a group-by-key or a stateful stage, none otherwise.
+func stageNamespaces(s *translate.Stage, sub int) []string {
+	if s.Kind == translate.KindGBK || (s.Kind == translate.KindSDK && s.Stateful != nil) {
+		return []string{stageNamespace(s, sub)}
 	}
 	return nil
 }
+
+// stageNamespace is the namespace of a stage's subtask in the store.
+func stageNamespace(s *translate.Stage, sub int) string { return fmt.Sprintf("%s/%d", s.ID, sub) }
 
 // maxLogMessage bounds one worker log line kept as a job message.
 const maxLogMessage = 4 << 10
@@ -213,12 +256,12 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 				n.New = func(sub int, out *executor.Output) (executor.Operator, error) {
 					return &executor.TriggeredGroupByKey{Name: s.Name, In: in.Codec, Key: in.Key, OutputTime: s.OutputTime,
 						Trigger: tr, Accumulating: s.Accumulating, Merging: s.Merging, AllowedLateness: mtime.Time(s.AllowedLateness),
-						Windows: store.NewTriggerWindows(fmt.Sprintf("%s/%d", s.ID, sub)), Out: out, Late: acct}, nil
+						Windows: store.NewTriggerWindows(stageNamespace(s, sub)), Out: out, Late: acct}, nil
 				}
 				break
 			}
 			n.New = func(sub int, out *executor.Output) (executor.Operator, error) {
-				buf := store.NewShuffle(fmt.Sprintf("%s/%d", s.ID, sub))
+				buf := store.NewShuffle(stageNamespace(s, sub))
 				held.shuffle(plan, s, buf)
 				return &executor.GroupByKey{Name: s.Name, In: in.Codec, Key: in.Key, OutputTime: s.OutputTime,
 					Merging: s.Merging, AllowedLateness: mtime.Time(s.AllowedLateness),
@@ -237,7 +280,7 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 			n.New = func(sub int, out *executor.Output) (executor.Operator, error) {
 				st := executor.NewSDKStage(spec, out)
 				if s.Stateful != nil {
-					st.User = store.NewUserState(fmt.Sprintf("%s/%d", s.ID, sub))
+					st.User = store.NewUserState(stageNamespace(s, sub))
 				}
 				return st, nil
 			}

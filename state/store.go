@@ -52,6 +52,11 @@ func (o *Options) Validate() error {
 // Store is one Pebble database.
 type Store struct {
 	db *pebble.DB
+	// dir, fs and popts are what Import and Export need to stage and
+	// write sstables the database can ingest.
+	dir   string
+	fs    vfs.FS
+	popts *pebble.Options
 	// failed holds the first error Pebble hit in the background (a flush or
 	// compaction that could not write, a full disk). Writes check it, so a
 	// store that can no longer persist fails the job rather than stalling
@@ -85,8 +90,8 @@ func Open(opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref()
-	s := &Store{}
-	db, err := pebble.Open(opts.Dir, &pebble.Options{
+	s := &Store{dir: opts.Dir, fs: opts.FS}
+	s.popts = &pebble.Options{
 		EventListener: &pebble.EventListener{
 			BackgroundError: s.fail,
 			FlushEnd: func(info pebble.FlushInfo) {
@@ -107,7 +112,9 @@ func Open(opts Options) (*Store, error) {
 		// State is rebuilt from the last checkpoint after a crash, so the
 		// write-ahead log buys nothing until checkpoints use it.
 		DisableWAL: true,
-	})
+	}
+	s.popts.EnsureDefaults()
+	db, err := pebble.Open(opts.Dir, s.popts)
 	if err != nil {
 		return nil, fmt.Errorf("state: open %s: %w", opts.Dir, err)
 	}

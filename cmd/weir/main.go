@@ -5,6 +5,7 @@
 //	weir jobs   [--endpoint=localhost:8099]
 //	weir cancel [--endpoint=localhost:8099] JOB
 //	weir drain  [--endpoint=localhost:8099] JOB
+//	weir checkpoints [--endpoint=localhost:8099] JOB
 //
 // This file only dispatches; each subcommand lives in its own file.
 package main
@@ -28,6 +29,7 @@ var subcommands = []subcommand{
 	{"jobs", "list the jobs of a job service and their states", listJobs},
 	{"cancel", "cancel a job", cancelJob},
 	{"drain", "drain a job: stop its sources, fire every window, end DRAINED", drainJob},
+	{"checkpoints", "show a job's checkpoint statistics", listCheckpoints},
 }
 
 func main() {
@@ -83,7 +85,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: weir <command> [flags] [args]")
 	fmt.Fprintln(w, "\ncommands:")
 	for _, c := range subcommands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'weir <command> -h' for a command's flags.")
 }

@@ -78,6 +78,8 @@ func TestUsageErrors(t *testing.T) {
 		{"cancel"},
 		{"cancel", "a", "b"},
 		{"drain"},
+		{"checkpoints"},
+		{"checkpoints", "a", "b"},
 		{"jobs", "extra"},
 		{"jobs", "--no-such-flag"},
 		{"serve", "extra"},

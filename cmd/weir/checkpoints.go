@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
+
+	"github.com/weir-runner/weir/runner"
+)
+
+// listCheckpoints prints a job's checkpoint statistics. They come from the
+// job's metrics (GetJobMetrics), where the runner reports them: the totals
+// and the last checkpoints it keeps, newest first.
+func listCheckpoints(args []string, stdout io.Writer) error {
+	fs := newFlagSet("checkpoints", "JOB")
+	var cf clientFlags
+	cf.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("want exactly one job id, got %d arguments", fs.NArg())
+	}
+	id := fs.Arg(0)
+	client, conn, ctx, cancel, err := cf.dial()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	defer cancel()
+
+	resp, err := client.GetJobMetrics(ctx, &jobpb.GetJobMetricsRequest{JobId: id})
+	if err != nil {
+		return fmt.Errorf("metrics of job %s on %s: %w", id, cf.endpoint, err)
+	}
+	r := runner.ReadCheckpointMetrics(resp.GetMetrics().GetCommitted())
+	if r.Completed == 0 && r.Failed == 0 && r.InProgress == 0 && len(r.Checkpoints) == 0 {
+		fmt.Fprintf(stdout, "job %s has taken no checkpoint (does it set --%s?)\n", id, runner.CheckpointIntervalOption)
+		return nil
+	}
+	fmt.Fprintf(stdout, "job %s: %d completed, %d failed, %d in progress\n", id, r.Completed, r.Failed, r.InProgress)
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tTRIGGERED\tDURATION\tSIZE\tIN-FLIGHT\tSTART-DELAY\tALIGNMENT\tSYNC\tASYNC\tUNALIGNED")
+	for _, c := range r.Checkpoints {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%v\t%d\t%d\t%v\t%v\t%v\t%v\t%d/%d\n", c.ID, c.Status,
+			c.Trigger.UTC().Format(time.RFC3339), c.Duration, c.Bytes, c.InFlightBytes,
+			c.MaxStartDelay, c.MaxAlignment, c.MaxSync, c.MaxAsync, c.Unaligned, c.Subtasks)
+	}
+	return tw.Flush()
+}

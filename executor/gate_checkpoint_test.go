@@ -1,0 +1,198 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+)
+
+var gateT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// ckptLog is an operator and a Checkpointer writing one log, so a test
+// sees the order of processing and snapshots.
+type ckptLog struct {
+	log      []string
+	switchAt time.Time
+	canSw    bool
+	done     []BarrierRecord
+}
+
+func (l *ckptLog) Process(_ context.Context, port int, elems [][]byte) error {
+	for _, e := range elems {
+		l.log = append(l.log, string(e))
+	}
+	return nil
+}
+func (l *ckptLog) Watermark(context.Context, int, mtime.Time) error { return nil }
+func (l *ckptLog) Barrier(_ context.Context, id BarrierID) error {
+	l.log = append(l.log, fmt.Sprint("barrier", id))
+	return nil
+}
+func (l *ckptLog) Finish(context.Context) error { l.log = append(l.log, "finish"); return nil }
+
+func (l *ckptLog) SwitchAt(BarrierID) (time.Time, bool) { return l.switchAt, l.canSw }
+func (l *ckptLog) Snapshot(node, sub int, id BarrierID) error {
+	l.log = append(l.log, fmt.Sprint("snapshot", id))
+	return nil
+}
+func (l *ckptLog) Done(r BarrierRecord) { l.done = append(l.done, r) }
+func (l *ckptLog) Finished(int, int)    {}
+
+// gateEvent is one step of a gate test: a message on a channel, or the
+// clock moving to at (which may time the alignment out).
+type gateEvent struct {
+	ch  int
+	msg string // "b<N>" a barrier, "end", anything else a data element
+	at  time.Duration
+}
+
+func runGate(t *testing.T, l *ckptLog, events []gateEvent) {
+	t.Helper()
+	ctx := context.Background()
+	now := gateT0
+	g := newGate(l, &Output{}, func(BarrierID) {}, []int{0, 0})
+	g.cp, g.node, g.sub, g.now = l, 3, 1, func() time.Time { return now }
+	for i, e := range events {
+		var err error
+		switch {
+		case e.at > 0:
+			now = gateT0.Add(e.at)
+			err = g.alignTimeout(ctx, now)
+		case e.msg == "end":
+			err = g.handle(ctx, envelope{e.ch, Message{Kind: KindEnd}})
+		case strings.HasPrefix(e.msg, "b"):
+			var id BarrierID
+			fmt.Sscan(e.msg[1:], &id)
+			err = g.handle(ctx, envelope{e.ch, Message{Kind: KindBarrier, Barrier: id}})
+		default:
+			err = g.handle(ctx, envelope{e.ch, Message{Kind: KindData, Elems: [][]byte{[]byte(e.msg)}}})
+		}
+		if err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+	}
+}
+
+func inFlightOf(t *testing.T, b []byte) []string {
+	t.Helper()
+	var out []string
+	err := DecodeInFlight(b, func(ch, port int, elems [][]byte) error {
+		for _, e := range elems {
+			out = append(out, fmt.Sprintf("%d:%s", ch, e))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestGateCheckpointModes(t *testing.T) {
+	sec := time.Second
+	tests := []struct {
+		name     string
+		switchAt time.Duration // from gateT0; -1: never (aligned)
+		events   []gateEvent
+		log      []string
+		done     []string // "id unaligned alignment inflight..."
+	}{
+		{"aligned holds back the channel that delivered the barrier", -1,
+			[]gateEvent{{0, "a1", 0}, {0, "b1", 0}, {0, "a2", 0}, {1, "x1", 0}, {1, "b1", 0}, {1, "x2", 0}},
+			[]string{"a1", "x1", "barrier1", "snapshot1", "a2", "x2"},
+			[]string{"1 false 0s []"}},
+		{"unaligned forwards at the first barrier and records what it overtook", 0,
+			[]gateEvent{{0, "a1", 0}, {0, "b1", 0}, {0, "a2", 0}, {1, "x1", 0}, {1, "x2", 0}, {1, "b1", 0}, {1, "x3", 0}},
+			[]string{"a1", "barrier1", "snapshot1", "a2", "x1", "x2", "x3"},
+			[]string{"1 true 0s [1:x1 1:x2]"}},
+		{"aligned timeout switches when it passes", 5 * sec,
+			[]gateEvent{{0, "b1", 0}, {0, "a1", 0}, {1, "x1", 0}, {at: 2 * sec}, {0, "a2", 0}, {at: 5 * sec}, {1, "x2", 0}, {1, "b1", 0}},
+			[]string{"x1", "barrier1", "snapshot1", "a1", "a2", "x2"},
+			[]string{"1 true 5s [1:x2]"}},
+		{"a barrier arriving after the timeout goes unaligned at once", 0,
+			[]gateEvent{{at: 7 * sec}, {1, "b1", 0}, {0, "a1", 0}, {0, "b1", 0}},
+			[]string{"barrier1", "snapshot1", "a1"},
+			[]string{"1 true 0s [0:a1]"}},
+		{"a channel that ends completes the alignment", -1,
+			[]gateEvent{{0, "b1", 0}, {0, "a1", 0}, {1, "x1", 0}, {1, "end", 0}},
+			[]string{"x1", "barrier1", "snapshot1", "a1"},
+			[]string{"1 false 0s []"}},
+		{"a newer barrier abandons the pending one; stale barriers are ignored", -1,
+			[]gateEvent{{0, "b1", 0}, {0, "a1", 0}, {0, "b2", 0}, {1, "x1", 0}, {1, "b2", 0}, {1, "b1", 0}, {1, "x2", 0}},
+			// Checkpoint 1 expired upstream before channel 1 brought its
+			// barrier: b2 on channel 1 abandons it, releasing channel 0's
+			// held a1 and b2, which completes 2; the late b1 is ignored.
+			[]string{"x1", "a1", "barrier2", "snapshot2", "x2"},
+			[]string{"2 false 0s []"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := &ckptLog{}
+			if tt.switchAt >= 0 {
+				l.switchAt, l.canSw = gateT0.Add(tt.switchAt), true
+			}
+			runGate(t, l, tt.events)
+			if !slices.Equal(l.log, tt.log) {
+				t.Errorf("operator heard\n %v\nwant\n %v", l.log, tt.log)
+			}
+			var done []string
+			for _, r := range l.done {
+				if r.Node != 3 || r.Subtask != 1 {
+					t.Errorf("record names subtask %d/%d, want 3/1", r.Node, r.Subtask)
+				}
+				done = append(done, fmt.Sprint(r.ID, " ", r.Unaligned, " ", r.Alignment, " ", inFlightOf(t, r.InFlight)))
+			}
+			if !slices.Equal(done, tt.done) {
+				t.Errorf("subtask reported\n %v\nwant\n %v", done, tt.done)
+			}
+		})
+	}
+}
+
+func TestDecodeInFlightRejectsGarbage(t *testing.T) {
+	var f inFlight
+	f.add(1, 0, [][]byte{[]byte("abc"), []byte("de")})
+	for _, cut := range []int{1, 4, len(f.buf) - 1} {
+		if err := DecodeInFlight(f.buf[:cut], func(int, int, [][]byte) error { return nil }); err == nil {
+			t.Errorf("in-flight data cut at %d of %d bytes decoded", cut, len(f.buf))
+		}
+	}
+}
+
+// stateLog is a ckptLog that keeps state of its own outside the store.
+type stateLog struct{ ckptLog }
+
+func (s *stateLog) SnapshotState(id BarrierID) ([]byte, error) {
+	return []byte(fmt.Sprint("state", id)), nil
+}
+
+func TestGateRecordsWatermarksAndOperatorState(t *testing.T) {
+	ctx := context.Background()
+	l := &stateLog{}
+	g := newGate(l, &Output{}, func(BarrierID) {}, []int{0, 0, 1})
+	g.cp = l
+	for i, env := range []envelope{
+		{0, Message{Kind: KindWatermark, Watermark: 5}},
+		{1, Message{Kind: KindWatermark, Watermark: 9}},
+		{2, Message{Kind: KindWatermark, Watermark: 3}},
+		{0, Message{Kind: KindBarrier, Barrier: 1}},
+		{1, Message{Kind: KindBarrier, Barrier: 1}},
+		{2, Message{Kind: KindBarrier, Barrier: 1}},
+	} {
+		if err := g.handle(ctx, env); err != nil {
+			t.Fatalf("envelope %d: %v", i, err)
+		}
+	}
+	if len(l.done) != 1 {
+		t.Fatalf("%d records, want 1", len(l.done))
+	}
+	r := l.done[0]
+	if string(r.State) != "state1" || !slices.Equal(r.Watermarks, []mtime.Time{5, 3}) {
+		t.Errorf("record state %q, watermarks %v; want state1 and [5 3]", r.State, r.Watermarks)
+	}
+}

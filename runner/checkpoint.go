@@ -1,0 +1,413 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/weir-runner/weir/checkpoint"
+	"github.com/weir-runner/weir/executor"
+	"github.com/weir-runner/weir/state"
+)
+
+// Pipeline options of checkpoints. Checkpoints are off unless a job sets
+// CheckpointIntervalOption.
+const (
+	CheckpointIntervalOption          = "weir_checkpoint_interval"
+	CheckpointDirOption               = "weir_checkpoint_dir"
+	CheckpointModeOption              = "weir_checkpoint_mode"
+	CheckpointAlignedTimeoutOption    = "weir_checkpoint_aligned_timeout"
+	CheckpointTimeoutOption           = "weir_checkpoint_timeout"
+	CheckpointTolerableFailuresOption = "weir_checkpoint_tolerable_failures"
+	CheckpointKeepOption              = "weir_checkpoint_keep"
+)
+
+// Go pipelines parse their flags before they submit; these make the
+// options known to them (the runner reads them from the job's options).
+var (
+	_ = flag.String(CheckpointIntervalOption, "", "weir: checkpoint every interval (e.g. 10s); empty: no checkpoints")
+	_ = flag.String(CheckpointDirOption, "", "weir: checkpoint folder; default <state dir>/jobs/<job id>/checkpoints")
+	_ = flag.String(CheckpointModeOption, "aligned", "weir: aligned, unaligned or aligned-timeout")
+	_ = flag.String(CheckpointAlignedTimeoutOption, "", "weir: with aligned-timeout, go unaligned this long after the trigger")
+	_ = flag.String(CheckpointTimeoutOption, "", "weir: expire a checkpoint not complete in this long; default 10m")
+	_ = flag.String(CheckpointTolerableFailuresOption, "", "weir: checkpoint failures in a row a job survives; default 0")
+	_ = flag.String(CheckpointKeepOption, "", "weir: completed checkpoints kept; default 3")
+)
+
+// checkpointConfig is what a job's options ask of checkpoints.
+type checkpointConfig struct {
+	coord checkpoint.Options
+	dir   string
+	keep  int
+}
+
+// checkpointOptions reads a job's checkpoint options; nil when the job
+// asks for none. stateDir is where the default folder goes.
+func checkpointOptions(j *Job, stateDir string) (*checkpointConfig, error) {
+	opt := func(name string) string { return pipelineOption(j.Options, name) }
+	iv := opt(CheckpointIntervalOption)
+	if iv == "" {
+		return nil, nil
+	}
+	c := &checkpointConfig{}
+	dur := func(name, v string, dst *time.Duration) error {
+		if v == "" {
+			return nil
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("option --%s=%q: want a positive duration such as 10s", name, v)
+		}
+		*dst = d
+		return nil
+	}
+	num := func(name string, dst *int) error {
+		v := opt(name)
+		if v == "" {
+			return nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("option --%s=%q: want a whole number, 0 or more", name, v)
+		}
+		*dst = n
+		return nil
+	}
+	if err := errors.Join(
+		dur(CheckpointIntervalOption, iv, &c.coord.Interval),
+		dur(CheckpointTimeoutOption, opt(CheckpointTimeoutOption), &c.coord.Timeout),
+		dur(CheckpointAlignedTimeoutOption, opt(CheckpointAlignedTimeoutOption), &c.coord.AlignedTimeout),
+		num(CheckpointTolerableFailuresOption, &c.coord.TolerableFailures),
+		num(CheckpointKeepOption, &c.keep),
+	); err != nil {
+		return nil, err
+	}
+	if m := opt(CheckpointModeOption); m != "" {
+		mode, err := checkpoint.ParseMode(m)
+		if err != nil {
+			return nil, fmt.Errorf("option --%s: %w", CheckpointModeOption, err)
+		}
+		c.coord.Mode = mode
+	}
+	if c.coord.Mode == checkpoint.AlignedTimeout && c.coord.AlignedTimeout == 0 {
+		return nil, fmt.Errorf("option --%s=aligned-timeout needs --%s", CheckpointModeOption, CheckpointAlignedTimeoutOption)
+	}
+	c.dir = opt(CheckpointDirOption)
+	if c.dir == "" {
+		c.dir = filepath.Join(stateDir, "jobs", safeName(string(j.ID)), "checkpoints")
+	}
+	return c, nil
+}
+
+// safeName keeps a job id usable as one folder name.
+func safeName(s string) string {
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, s)
+	if s == "" || s == "." || s == ".." {
+		return "job"
+	}
+	return s
+}
+
+// jobCheckpoints runs a job's checkpoints: it is the graph's Checkpointer,
+// owns the coordinator's driver and the goroutines that write snapshots.
+type jobCheckpoints struct {
+	j        *Job
+	store    *state.Store
+	storage  *checkpoint.Storage
+	driver   *checkpoint.Driver
+	barriers chan executor.BarrierID
+	// namespaces returns the store namespaces a subtask owns.
+	namespaces func(node, sub int) []string
+
+	mu     sync.Mutex
+	writer *checkpoint.Writer // the checkpoint being written, if any
+	snaps  map[snapKey]*state.Snapshot
+	// writing holds, per subtask, a channel closed when its snapshot's
+	// asynchronous part is done: a subtask that ends is reported only
+	// after its acknowledgement.
+	writing map[checkpoint.Task]chan struct{}
+	async   sync.WaitGroup // snapshot writers
+	stop    context.CancelFunc
+	done    chan struct{} // closed when the driver returns
+}
+
+type snapKey struct {
+	node, sub int
+	id        executor.BarrierID
+}
+
+// startCheckpoints starts a job's checkpoints on g; it returns nil when the
+// job asks for none. fail is called with the error that fails the job (too
+// many failed checkpoints). Call close when the graph has returned.
+func startCheckpoints(j *Job, cfg *checkpointConfig, g *executor.Graph, store *state.Store,
+	namespaces func(node, sub int) []string, fail func(error)) (*jobCheckpoints, error) {
+	storage, err := checkpoint.OpenStorage(checkpoint.StorageOptions{Dir: cfg.dir, Keep: cfg.keep, Job: j.Name})
+	if err != nil {
+		return nil, err
+	}
+	ids, err := storage.List()
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) > 0 {
+		cfg.coord.FirstID = ids[0] + 1
+	}
+	var tasks []checkpoint.Task
+	for ni, n := range g.Nodes {
+		for sub := range n.Parallelism {
+			tasks = append(tasks, checkpoint.Task{Node: ni, Subtask: sub})
+		}
+	}
+	coord, err := checkpoint.NewCoordinator(cfg.coord, tasks, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	c := &jobCheckpoints{j: j, store: store, storage: storage, barriers: make(chan executor.BarrierID),
+		namespaces: namespaces, snaps: map[snapKey]*state.Snapshot{}, done: make(chan struct{}),
+		writing: map[checkpoint.Task]chan struct{}{}}
+	c.driver = checkpoint.NewDriver(checkpoint.DriverConfig{Coordinator: coord,
+		Trigger: c.trigger, Store: c.commit, Abort: c.abort, Finished: c.finished})
+	ctx, cancel := context.WithCancel(context.Background())
+	c.stop = cancel
+	go func() {
+		defer close(c.done)
+		if err := c.driver.Run(ctx); err != nil {
+			fail(err)
+		}
+	}()
+	j.Metrics.AddSource(c.monitoringInfos)
+	j.Logf(jobpb.JobMessage_JOB_MESSAGE_BASIC, "checkpoints every %v (%v) into %s", cfg.coord.Interval, cfg.coord.Mode, cfg.dir)
+	return c, nil
+}
+
+// close stops the driver, waits for the snapshot writers and drops what a
+// checkpoint in flight wrote: it never completes now.
+func (c *jobCheckpoints) close() {
+	c.stop()
+	<-c.done
+	c.async.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, sn := range c.snaps {
+		sn.Close()
+		delete(c.snaps, k)
+	}
+	if c.writer != nil {
+		c.writer.Abort()
+		c.writer = nil
+	}
+}
+
+// trigger prepares checkpoint id's folder and sends its barriers.
+func (c *jobCheckpoints) trigger(ctx context.Context, id checkpoint.ID) error {
+	w, err := c.storage.Begin(id)
+	if err != nil {
+		c.driver.Abandon(id, err)
+		return nil
+	}
+	c.mu.Lock()
+	if c.writer != nil {
+		c.writer.Abort()
+	}
+	c.writer = w
+	c.mu.Unlock()
+	select {
+	case c.barriers <- executor.BarrierID(id):
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// SwitchAt implements executor.Checkpointer.
+func (c *jobCheckpoints) SwitchAt(id executor.BarrierID) (time.Time, bool) {
+	return c.driver.SwitchAt(checkpoint.ID(id))
+}
+
+// Snapshot implements executor.Checkpointer: the synchronous part is a
+// Pebble snapshot of the store, taken once the operator has flushed what
+// it buffers (Operator.Barrier ran first).
+func (c *jobCheckpoints) Snapshot(node, sub int, id executor.BarrierID) error {
+	if len(c.namespaces(node, sub)) == 0 {
+		return nil
+	}
+	sn, err := c.store.Snapshot()
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.snaps[snapKey{node, sub, id}] = sn
+	c.mu.Unlock()
+	return nil
+}
+
+// Done implements executor.Checkpointer: the asynchronous part writes the
+// subtask's files while it runs on, then acknowledges.
+func (c *jobCheckpoints) Done(r executor.BarrierRecord) {
+	c.mu.Lock()
+	k := snapKey{r.Node, r.Subtask, r.ID}
+	sn := c.snaps[k]
+	delete(c.snaps, k)
+	w := c.writer
+	if w == nil || w.ID() != checkpoint.ID(r.ID) {
+		w = nil // the checkpoint is over (expired or failed)
+	}
+	task := checkpoint.Task{Node: r.Node, Subtask: r.Subtask}
+	var written chan struct{}
+	if w != nil {
+		c.async.Add(1)
+		written = make(chan struct{})
+		c.writing[task] = written
+	}
+	c.mu.Unlock()
+	if w == nil {
+		if sn != nil {
+			sn.Close()
+		}
+		return
+	}
+	go func() {
+		defer c.async.Done()
+		defer close(written)
+		ack, err := c.write(w, r, sn)
+		if err != nil {
+			c.driver.Decline(task, checkpoint.ID(r.ID), err)
+			return
+		}
+		c.driver.Ack(ack)
+	}()
+}
+
+// subtaskMeta is what a manifest records of each subtask besides files.
+type subtaskMeta struct {
+	Records         int64  `json:"records,omitempty"`
+	StateFile       string `json:"state_file,omitempty"`
+	InFlightFile    string `json:"in_flight_file,omitempty"`
+	Unaligned       bool   `json:"unaligned,omitempty"`
+	AlignmentMicros int64  `json:"alignment_us,omitempty"`
+	// Watermarks are the input watermark of each port, in milliseconds.
+	Watermarks []int64 `json:"watermarks,omitempty"`
+	// State is what the operator or source keeps outside the store (a
+	// source's position).
+	State []byte `json:"state,omitempty"`
+}
+
+func (c *jobCheckpoints) write(w *checkpoint.Writer, r executor.BarrierRecord, sn *state.Snapshot) (checkpoint.Ack, error) {
+	start := time.Now()
+	base := fmt.Sprintf("n%d-s%d", r.Node, r.Subtask)
+	meta := subtaskMeta{Unaligned: r.Unaligned, AlignmentMicros: r.Alignment.Microseconds(), State: r.State}
+	for _, wm := range r.Watermarks {
+		meta.Watermarks = append(meta.Watermarks, int64(wm))
+	}
+	var bytes int64
+	if sn != nil {
+		name := base + ".sst"
+		st, err := sn.Export(c.namespaces(r.Node, r.Subtask), func() (vfs.File, error) { return w.Create(name) })
+		sn.Close()
+		if err != nil {
+			return checkpoint.Ack{}, err
+		}
+		if st.Records > 0 {
+			meta.Records, meta.StateFile = st.Records, name
+			n, _ := w.Size(name)
+			bytes += n
+		}
+	}
+	if len(r.InFlight) > 0 {
+		meta.InFlightFile = base + ".inflight"
+		if err := w.WriteFile(meta.InFlightFile, r.InFlight); err != nil {
+			return checkpoint.Ack{}, err
+		}
+		bytes += int64(len(r.InFlight))
+	}
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return checkpoint.Ack{}, err
+	}
+	w.SetSubtask(checkpoint.Task{Node: r.Node, Subtask: r.Subtask}, b)
+	return checkpoint.Ack{Task: checkpoint.Task{Node: r.Node, Subtask: r.Subtask}, ID: checkpoint.ID(r.ID),
+		Arrival: r.Arrival, Alignment: r.Alignment, Sync: r.Sync, Async: time.Since(start),
+		Bytes: bytes, InFlightBytes: int64(len(r.InFlight)), Unaligned: r.Unaligned}, nil
+}
+
+// Finished implements executor.Checkpointer. A subtask whose last
+// snapshot is still being written is reported once it is acknowledged.
+func (c *jobCheckpoints) Finished(node, sub int) {
+	task := checkpoint.Task{Node: node, Subtask: sub}
+	c.mu.Lock()
+	written := c.writing[task]
+	delete(c.writing, task)
+	if written != nil {
+		c.async.Add(1)
+	}
+	c.mu.Unlock()
+	if written == nil {
+		c.driver.Finished(task)
+		return
+	}
+	go func() {
+		defer c.async.Done()
+		<-written
+		c.driver.Finished(task)
+	}()
+}
+
+// commit makes a checkpoint every subtask acknowledged visible.
+func (c *jobCheckpoints) commit(_ context.Context, st checkpoint.Stats) error {
+	c.mu.Lock()
+	w := c.writer
+	c.writer = nil
+	c.mu.Unlock()
+	if w == nil || w.ID() != st.ID {
+		return fmt.Errorf("checkpoint %d has no folder", st.ID)
+	}
+	sum := st.Summary()
+	now := time.Now()
+	ms := &checkpoint.ManifestStats{Trigger: st.Trigger, Duration: now.Sub(st.Trigger), Bytes: sum.Bytes,
+		InFlightBytes: sum.InFlightBytes, UnalignedSubtasks: sum.UnalignedSubtasks, Subtasks: sum.AckedSubtasks}
+	if err := w.Commit(now, ms); err != nil {
+		w.Abort()
+		return err
+	}
+	return nil
+}
+
+func (c *jobCheckpoints) abort(id checkpoint.ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.writer != nil && c.writer.ID() == id {
+		c.writer.Abort()
+		c.writer = nil
+	}
+}
+
+func (c *jobCheckpoints) finished(st checkpoint.Stats) {
+	sum := st.Summary()
+	switch st.Status {
+	case checkpoint.Completed:
+		c.j.Logf(jobpb.JobMessage_JOB_MESSAGE_DETAILED, "checkpoint %d completed in %v: %d bytes, %d in flight, %d of %d subtasks unaligned",
+			st.ID, st.Duration(time.Time{}).Round(time.Millisecond), sum.Bytes, sum.InFlightBytes, sum.UnalignedSubtasks, sum.TotalSubtasks)
+	case checkpoint.Failed:
+		c.j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "checkpoint %d failed: %s", st.ID, st.Reason)
+	}
+}
+
+// defaultStateDir is where jobs keep what outlives them (checkpoints)
+// unless the executor says otherwise.
+func defaultStateDir() string { return filepath.Join(os.TempDir(), "weir") }
