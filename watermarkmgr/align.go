@@ -46,10 +46,11 @@ type Announcement struct {
 	Paused int
 }
 
-// Spread returns the distance between the fastest and slowest split, 0
-// when fewer than two splits count.
+// Spread returns the distance between the fastest and slowest split: 0
+// when fewer than two splits count, or while the slowest has no watermark
+// yet (-inf).
 func (a Announcement) Spread() time.Duration {
-	if a.Min >= a.Max || a.Min == mtime.MaxTimestamp {
+	if a.Min >= a.Max || a.Min == mtime.MinTimestamp || a.Max == mtime.MaxTimestamp {
 		return 0
 	}
 	return time.Duration(a.Max-a.Min) * time.Millisecond
