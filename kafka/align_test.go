@@ -18,9 +18,9 @@ type alignStep struct {
 	produce  []rec
 	read     []string // values that must arrive before the advance, and no others
 	thenRead []string // values that must arrive after it
-	advance time.Duration
-	paused  []int32 // partitions of topic "a" paused in kgo after the step
-	idle    []int32 // partitions idle after the step
+	advance  time.Duration
+	paused   []int32 // partitions of topic "a" paused in kgo after the step
+	idle     []int32 // partitions idle after the step
 }
 
 // TestAlignmentReachesKgo checks that the alignment group's decisions and
