@@ -109,6 +109,10 @@ func Open(ctx context.Context, cfg *kafkaio.ReadConfig, opts ReaderOptions) (*Re
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 		kgo.FetchMaxWait(opts.PollWait),
 		kgo.RetryTimeout(5 * time.Second),
+		// A topic created while the reader waits for it is seen at the
+		// next retry, not after kgo's default five seconds of cached
+		// metadata.
+		kgo.MetadataMinAge(500 * time.Millisecond),
 	}, consumerOpts(cfg)...)
 	cl, err := kgo.NewClient(append(kopts, opts.ClientOpts...)...)
 	if err != nil {
