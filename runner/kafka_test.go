@@ -45,7 +45,7 @@ func TestKafkaEndToEnd(t *testing.T) {
 	defer c.Close()
 	const n = 300
 	base := time.UnixMilli(1_700_000_040_000) // on a minute
-	want := map[string]int{}                   // "key window-start:count" lines
+	want := map[string]int{}                  // "key window-start:count" lines
 	var recs []*kgo.Record
 	for i := range n {
 		ts := base.Add(time.Duration(i*i*2) * time.Millisecond) // uneven over three minutes
