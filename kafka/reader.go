@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -101,19 +102,27 @@ func Open(ctx context.Context, cfg *kafkaio.ReadConfig, opts ReaderOptions) (*Re
 			return nil, fmt.Errorf("kafka source %s: %w", opts.Name, err)
 		}
 		r.group = g
+		// A reader whose partitions are all paused waits in its poll; it
+		// must look again at least every interval, when others may have
+		// moved the group's minimum.
+		r.opts.PollWait = min(r.opts.PollWait, alignConfig(cfg).Interval)
+	}
+	copts, err := consumerOpts(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kafka source %s: %w", opts.Name, err)
 	}
 	kopts := append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.BootstrapServers...),
 		// An offset out of range (the records were deleted by retention)
 		// fails the partition instead of silently jumping elsewhere.
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
-		kgo.FetchMaxWait(opts.PollWait),
+		kgo.FetchMaxWait(r.opts.PollWait),
 		kgo.RetryTimeout(5 * time.Second),
 		// A topic created while the reader waits for it is seen at the
 		// next retry, not after kgo's default five seconds of cached
 		// metadata.
 		kgo.MetadataMinAge(500 * time.Millisecond),
-	}, consumerOpts(cfg)...)
+	}, copts...)
 	cl, err := kgo.NewClient(append(kopts, opts.ClientOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka source %s: %w", opts.Name, err)
@@ -177,19 +186,38 @@ func alignConfig(cfg *kafkaio.ReadConfig) watermarkmgr.AlignConfig {
 
 // consumerOpts maps the consumer configuration weir understands onto
 // franz-go options; UnknownConsumerKeys lists the rest.
-func consumerOpts(cfg *kafkaio.ReadConfig) []kgo.Opt {
+func consumerOpts(cfg *kafkaio.ReadConfig) ([]kgo.Opt, error) {
 	var opts []kgo.Opt
-	if cfg.ConsumerConfig["isolation.level"] == "read_committed" {
+	switch l := cfg.ConsumerConfig["isolation.level"]; l {
+	case "", "read_uncommitted":
+	case "read_committed":
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	default:
+		return nil, fmt.Errorf("consumer_config isolation.level %q is not read_committed or read_uncommitted", l)
 	}
 	if id := cfg.ConsumerConfig["client.id"]; id != "" {
 		opts = append(opts, kgo.ClientID(id))
 	}
-	return opts
+	for key, opt := range map[string]func(int32) kgo.Opt{
+		"fetch.max.bytes":           func(n int32) kgo.Opt { return kgo.FetchMaxBytes(n) },
+		"max.partition.fetch.bytes": func(n int32) kgo.Opt { return kgo.FetchMaxPartitionBytes(n) },
+	} {
+		v := cfg.ConsumerConfig[key]
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("consumer_config %s %q is not a positive number of bytes", key, v)
+		}
+		opts = append(opts, opt(int32(n)))
+	}
+	return opts, nil
 }
 
 // consumerKeys are the consumer_config keys the reader uses.
-var consumerKeys = map[string]bool{"isolation.level": true, "client.id": true, "group.id": true, "auto.offset.reset": true}
+var consumerKeys = map[string]bool{"isolation.level": true, "client.id": true, "group.id": true, "auto.offset.reset": true,
+	"fetch.max.bytes": true, "max.partition.fetch.bytes": true}
 
 // UnknownConsumerKeys returns the consumer_config keys the reader ignores.
 func UnknownConsumerKeys(cfg *kafkaio.ReadConfig) []string {

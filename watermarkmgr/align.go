@@ -66,15 +66,15 @@ type alignedSplit struct {
 	samples []mtime.Time // ring of the last Buffer samples, oldest at next
 	next    int
 	filled  int
-	pause   bool // the group's decision
 }
 
 // Group is a watermark alignment group: readers of one or more sources
 // that may drift apart in event time by at most MaxDrift. Each reader
-// reports its splits' states (Report); every Interval the group samples
-// them, announces min + MaxDrift, and decides per split whether it runs or
-// pauses (Tick); readers read their decisions (Paused) and pause or resume
-// single splits, never the whole reader.
+// reports its splits' states (Report) and reads the decision per split
+// (Paused), then pauses or resumes single splits, never the whole reader.
+// Every Interval the group samples the splits and announces min +
+// MaxDrift (Tick): the samples feed the Buffer rule, the announcement the
+// metrics.
 //
 // The rules, each against a way Flink's alignment hung jobs:
 //
@@ -89,10 +89,15 @@ type alignedSplit struct {
 //     rises until the paused splits resume (FLINK-32496, FLINK-40093).
 //   - Idle and ended splits are never paused: pausing an idle split would
 //     keep it from coming back.
+//   - The bound is taken over the splits as last reported, at every
+//     decision (see Paused): never stale, so the slowest split is never
+//     paused and catch-up is not capped by the announcement interval.
 //   - A running split is paused when the oldest of its last Buffer samples
-//     is past the bound; a paused split resumes once its watermark is at or
-//     under the bound. The gap between the two is hysteresis: a resumed
-//     split runs at least until it passes the bound again.
+//     (taken at announcements) is past the bound; with Buffer 0, when its
+//     watermark as last reported is. A paused split resumes once its
+//     watermark is at or under the bound. The gap between the two is
+//     hysteresis: a resumed split runs at least until it passes the bound
+//     again.
 //
 // Group does no I/O and reads no clock. It is not safe for concurrent use:
 // the caller that shares one between readers locks around it.
@@ -147,14 +152,34 @@ func (g *Group) Tick(now time.Time) (Announcement, bool) {
 	return g.last, true
 }
 
-// announce samples, computes the bound and decides every split's pause.
+// announce samples every split and records the bound.
 func (g *Group) announce() {
-	low, high := mtime.MaxTimestamp, mtime.MinTimestamp
+	for _, m := range g.members {
+		for i := range m.splits {
+			m.splits[i].sample()
+		}
+	}
+	low, high, bound := g.bound()
+	paused := 0
+	for _, m := range g.members {
+		for i := range m.splits {
+			if decide(&m.splits[i], bound) {
+				paused++
+			}
+		}
+	}
+	g.last = Announcement{Seq: g.last.Seq + 1, Min: low, Max: high, Bound: bound, Paused: paused}
+}
+
+// bound returns the minimum and maximum watermark over splits that are
+// neither idle nor ended, as last reported, and the minimum plus the
+// maximum drift: +inf each when there are none.
+func (g *Group) bound() (low, high, bound mtime.Time) {
+	low, high = mtime.MaxTimestamp, mtime.MinTimestamp
 	counted := 0
 	for _, m := range g.members {
 		for i := range m.splits {
 			x := &m.splits[i]
-			x.sample()
 			if x.state.Idle || x.state.Ended {
 				continue
 			}
@@ -166,25 +191,22 @@ func (g *Group) announce() {
 	if counted == 0 {
 		high = mtime.MaxTimestamp
 	}
-	bound := addSaturating(low, mtime.Time(g.cfg.MaxDrift.Milliseconds()))
-	paused := 0
-	for _, m := range g.members {
-		for i := range m.splits {
-			x := &m.splits[i]
-			switch {
-			case x.state.Idle || x.state.Ended:
-				x.pause = false
-			case x.state.Paused:
-				x.pause = x.state.Watermark > bound
-			default:
-				x.pause = x.oldest() > bound
-			}
-			if x.pause {
-				paused++
-			}
-		}
+	return low, high, addSaturating(low, mtime.Time(g.cfg.MaxDrift.Milliseconds()))
+}
+
+// decide returns whether split x must be paused under bound.
+func decide(x *alignedSplit, bound mtime.Time) bool {
+	switch {
+	case x.state.Idle || x.state.Ended:
+		return false
+	case x.state.Paused:
+		return x.state.Watermark > bound
+	case len(x.samples) == 1 || x.filled == 0:
+		// Buffer 0 (or no sample yet): the latest watermark.
+		return x.state.Watermark > bound
+	default:
+		return x.oldest() > bound
 	}
-	g.last = Announcement{Seq: g.last.Seq + 1, Min: low, Max: high, Bound: bound, Paused: paused}
 }
 
 func (x *alignedSplit) sample() {
@@ -201,17 +223,25 @@ func (x *alignedSplit) oldest() mtime.Time {
 	return x.samples[x.next]
 }
 
-// Paused returns the group's last decision for each of a reader's splits,
-// in its split order: true means the split must be paused. A reader the
-// group does not know gets nil.
+// Paused returns the group's decision for each of a reader's splits, in
+// its split order: true means the split must be paused. It compares the
+// splits with the bound over the splits as last reported by every reader,
+// not with the last announcement: the readers share the group in one
+// process, so the bound is never stale. A stale bound is what capped
+// Flink's catch-up at one drift per interval (its slowest split passes
+// the old minimum plus the drift, and waits for the next announcement);
+// here the slowest split is never paused, and a split that passes the
+// bound between announcements is paused at its reader's next report. A
+// reader the group does not know gets nil.
 func (g *Group) Paused(reader string) []bool {
 	m := g.members[reader]
 	if m == nil {
 		return nil
 	}
+	_, _, bound := g.bound()
 	out := make([]bool, len(m.splits))
 	for i := range m.splits {
-		out[i] = m.splits[i].pause
+		out[i] = decide(&m.splits[i], bound)
 	}
 	return out
 }

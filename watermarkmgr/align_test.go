@@ -273,3 +273,38 @@ func TestAlignmentSimulation(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupPausesBetweenAnnouncements: with buffer 0 a split that passes
+// the announced bound is paused at its reader's next report, without
+// waiting for the next announcement; with a buffer, its old samples decide,
+// and they change only at announcements.
+func TestGroupPausesBetweenAnnouncements(t *testing.T) {
+	for _, tc := range []struct {
+		buffer int
+		want   bool
+	}{{0, true}, {3, false}} {
+		g := NewGroup(AlignConfig{MaxDrift: 10 * time.Millisecond, Buffer: tc.buffer})
+		g.Report("r", []SplitState{st(100), st(105)})
+		g.Tick(time.Unix(0, 0))
+		g.Report("r", []SplitState{st(101), st(500)}) // no announcement: the bound is still 110
+		if got := g.Paused("r"); got[0] || got[1] != tc.want {
+			t.Errorf("buffer %d: paused %v, want [false %v]", tc.buffer, got, tc.want)
+		}
+	}
+}
+
+// TestGroupBoundIsNeverStale: between announcements the slowest split moves
+// on; a bound from the last announcement would pause it (and with it every
+// split: Flink's cap of one drift per interval), the live bound does not.
+func TestGroupBoundIsNeverStale(t *testing.T) {
+	g := NewGroup(AlignConfig{MaxDrift: 10 * time.Millisecond})
+	g.Report("r", []SplitState{st(100), st(105)})
+	g.Tick(time.Unix(0, 0)) // announces bound 110
+	g.Report("r", []SplitState{st(120), st(125)})
+	if got := g.Paused("r"); got[0] || got[1] {
+		t.Errorf("paused %v after the slowest split moved to 120; want neither", got)
+	}
+	if a := g.Last(); a.Bound != 110 {
+		t.Errorf("announcement changed without a Tick: %+v", a)
+	}
+}
