@@ -11,7 +11,9 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -112,4 +114,66 @@ func TestKafkaEndToEnd(t *testing.T) {
 	if cs := q.Counters(); len(cs) != 1 || cs[0].Committed != n {
 		t.Errorf("%s counters %+v, want one of %d", kafka.MetricRecords, cs, n)
 	}
+}
+
+// TestKafkaMissingTopicWarns runs a job whose topic does not exist yet:
+// the job says so in a warning naming the source and the topic, keeps
+// retrying, and reads the topic once it is created.
+func TestKafkaMissingTopicWarns(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	beam.Init()
+	p, s := beam.NewPipelineWithRoot()
+	in := kafkaio.Read(s, kafkaio.ReadConfig{BootstrapServers: c.ListenAddrs(), Topics: []string{"later"}, MaxRecords: 1})
+	passertKeys(s, in, "k")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	TestMetricsReachPipelineResult(t) // starts the in-process server, so the job can be found
+	before := len(inProcessServer().Jobs())
+	done := make(chan error, 1)
+	go func() { _, err := Execute(ctx, p); done <- err }()
+
+	var warning string
+	for warning == "" {
+		if jobs := inProcessServer().Jobs(); len(jobs) > before {
+			msgs, _, _ := jobs[len(jobs)-1].Updates(0)
+			for _, m := range msgs {
+				if strings.Contains(m.GetMessageText(), `kafka source`) && strings.Contains(m.GetMessageText(), `topic "later"`) {
+					warning = m.GetMessageText()
+				}
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the job ended (%v) before warning of the missing topic", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Logf("warning: %s", warning)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "later"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "later", Key: []byte("k"), Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func kafkaKeyOf(k, _ []byte) string { return string(k) }
+
+func init() { register.Function2x1(kafkaKeyOf) }
+
+// passertKeys asserts the keys of a KV<[]byte, []byte> PCollection.
+func passertKeys(s beam.Scope, col beam.PCollection, keys ...any) {
+	passert.Equals(s, beam.ParDo(s, kafkaKeyOf, col), keys...)
 }
