@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin
 
-.PHONY: all build run test vet fmt vr vr-prism bench
+.PHONY: all build run test vet fmt vr vr-prism bench bench-backfill
 
 all: build
 
@@ -39,3 +39,9 @@ vr-smoke: build
 BENCHFLAGS ?=
 bench:
 	$(GO) run ./pipelines/loadbench -out docs/benchmarks.md $(BENCHFLAGS)
+
+# A Kafka backfill (12 partitions, three days of event time at uneven
+# speeds, one-minute windows per key) with watermark alignment off and on:
+# prints the peak window state of each run (see docs/kafka.md).
+bench-backfill:
+	$(GO) test ./runner -run TestBackfillBench -count=1 -v -timeout 30m -args -backfill

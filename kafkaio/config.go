@@ -56,8 +56,12 @@ type ReadConfig struct {
 	// UpdateIntervalMillis is how often the group minimum is computed and
 	// announced; default 1000.
 	UpdateIntervalMillis int64 `json:"update_interval_millis,omitempty"`
-	// SampleBuffer is how many past announcements the pause decision looks
-	// back over (the oldest is used); default 3, 0 means the latest only.
+	// SampleBuffer is how many of a partition's watermarks, sampled once
+	// per update interval, the pause decision looks back over: a running
+	// partition is paused when the oldest of them is past the group's
+	// bound, so it may run about that many intervals ahead before it
+	// pauses (Flink's FLINK-37399). Default 3; 0 decides on the latest
+	// watermark, the tightest (see docs/kafka.md).
 	SampleBuffer *int `json:"sample_buffer,omitempty"`
 
 	// MaxRecords and MaxReadTimeMillis make the read bounded: it ends after

@@ -207,6 +207,7 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 			parallelism = 1
 		}
 	}
+	var kj *kafkaJob // made for the first Kafka stage
 	metricsFn := func(infos []*pipepb.MonitoringInfo, committed bool) {
 		if committed {
 			j.Metrics.Commit(infos)
@@ -245,6 +246,13 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 			n.Arrivals = late.Source(s.Transforms[0], s.Name)
 		case translate.KindFlatten:
 			n.New = func(_ int, out *executor.Output) (executor.Operator, error) { return &executor.Flatten{Out: out}, nil }
+		case translate.KindKafkaRead, translate.KindKafkaWrite:
+			if kj == nil {
+				kj = newKafkaJob(j)
+			}
+			if err := kj.node(n, s, plan); err != nil {
+				return nil, err
+			}
 		case translate.KindGBK:
 			in := plan.PColls[s.MainInput()]
 			acct := late.Transform(s.Transforms[0], s.Name)

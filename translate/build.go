@@ -45,13 +45,15 @@ func Build(p *pipepb.Pipeline, opts Options) (*Plan, error) {
 	leaves = b.expandSDFs(leaves)
 	b.setProducers(leaves)
 	for _, id := range leaves {
-		errs = append(errs, b.validate(id)...)
+		errs = append(errs, b.validateLeaf(id)...)
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("translate: pipeline not supported by weir:\n  %w", joinErrs(errs))
 	}
 	for _, id := range leaves {
-		b.place(id)
+		if !b.placeKafka(id) {
+			b.place(id)
+		}
 	}
 	if len(b.errs) > 0 {
 		return nil, fmt.Errorf("translate: pipeline not supported by weir:\n  %w", joinErrs(b.errs))

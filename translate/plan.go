@@ -3,6 +3,7 @@ package translate
 import (
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 
+	"github.com/weir-runner/weir/kafkaio"
 	"github.com/weir-runner/weir/wire"
 )
 
@@ -19,10 +20,12 @@ const (
 	KindGBK                    // runner: group by key and window
 	KindFlatten                // runner: merge inputs
 	KindTestStream             // runner: replays a TestStream's events
+	KindKafkaRead              // runner: reads Kafka partitions (kafkaio.ReadURN)
+	KindKafkaWrite             // runner: writes to a Kafka topic (kafkaio.WriteURN)
 )
 
 func (k Kind) String() string {
-	return [...]string{"impulse", "sdk", "gbk", "flatten", "teststream"}[k]
+	return [...]string{"impulse", "sdk", "gbk", "flatten", "teststream", "kafka_read", "kafka_write"}[k]
 }
 
 // Plan is a pipeline as weir executes it.
@@ -126,6 +129,10 @@ type Stage struct {
 
 	// TestStream stages: the events to replay.
 	TestStream *TestStream
+
+	// Kafka stages: the read's or the write's configuration.
+	KafkaRead  *kafkaio.ReadConfig
+	KafkaWrite *kafkaio.WriteConfig
 }
 
 // MainInput is the stage's main input PCollection, or "".

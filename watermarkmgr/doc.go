@@ -43,4 +43,16 @@
 // A Manager with no inputs has an input watermark of +inf, so its output is
 // its minimum hold: that is how a source reports the watermark of its own
 // estimates. It must set a hold before its first Emit.
+//
+// Sources with splits (Kafka partitions) use two more pieces, also free of
+// I/O and clocks (the caller passes processing time in):
+//
+//   - Splits: per split, a watermark from bounded out-of-orderness and an
+//     activity clock for idleness that stops while the split is paused; the
+//     reader's output watermark is a Manager over its splits.
+//   - Group: a watermark alignment group over the splits of several
+//     readers and sources. Every interval it samples them, announces the
+//     minimum plus the maximum drift, and decides which single splits to
+//     pause and resume. Its documentation lists the rules and the Flink
+//     hangs each one prevents.
 package watermarkmgr

@@ -1,0 +1,428 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-runner/weir/kafkaio"
+	"github.com/weir-runner/weir/watermarkmgr"
+)
+
+// ReaderOptions are what a Reader needs besides its configuration.
+type ReaderOptions struct {
+	// Name names the source in errors, job messages and metrics: the
+	// transform's unique name.
+	Name string
+	// Clock gives processing time; default the wall clock.
+	Clock Clock
+	// Groups holds the job's alignment groups; needed when the
+	// configuration names one.
+	Groups *Groups
+	// OnError hears every error the reader retries; nil drops them.
+	OnError func(error)
+	// PollWait bounds how long one Poll waits for records, so idleness,
+	// alignment and bounded read times are checked at least this often;
+	// default 200 ms.
+	PollWait time.Duration
+	// MaxPoll bounds the records one Poll returns; default 1024.
+	MaxPoll int
+	// ClientOpts are added to the franz-go client's options.
+	ClientOpts []kgo.Opt
+}
+
+// Record is a record as the reader delivers it.
+type Record struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       []byte
+	Value     []byte
+	EventTime mtime.Time
+}
+
+// Reader consumes the partitions of a source's topics. See the package
+// documentation. Poll, Watermark and Close belong to one goroutine; Stats
+// may be called from any.
+type Reader struct {
+	name    string
+	cfg     *kafkaio.ReadConfig
+	opts    ReaderOptions
+	clock   Clock
+	client  *kgo.Client
+	parts   []partition
+	index   map[string]map[int32]int // topic, partition → index in parts
+	splits  *watermarkmgr.Splits
+	group   *alignGroup
+	paused  []bool // what kgo has been told
+	read    int64  // records delivered
+	late    int64  // records behind the output watermark when read
+	ends    time.Time
+	done    bool
+	statsMu sync.Mutex
+	stats   Stats
+	states  []watermarkmgr.SplitState // scratch
+}
+
+// Open connects, resolves the partitions and start offsets, and returns a
+// reader positioned at them. Failures (unreachable brokers, a missing
+// topic) are reported through OnError and retried with back-off until ctx
+// is done.
+func Open(ctx context.Context, cfg *kafkaio.ReadConfig, opts ReaderOptions) (*Reader, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("kafka source %s: %w", opts.Name, err)
+	}
+	if opts.Clock == nil {
+		opts.Clock = WallClock{}
+	}
+	if opts.PollWait <= 0 {
+		opts.PollWait = 200 * time.Millisecond
+	}
+	if opts.MaxPoll <= 0 {
+		opts.MaxPoll = 1024
+	}
+	if opts.OnError == nil {
+		opts.OnError = func(error) {}
+	}
+	r := &Reader{name: opts.Name, cfg: cfg, opts: opts, clock: opts.Clock}
+	if cfg.AlignmentGroup != "" {
+		if opts.Groups == nil {
+			return nil, fmt.Errorf("kafka source %s: alignment group %q but no groups to join", opts.Name, cfg.AlignmentGroup)
+		}
+		g, err := opts.Groups.join(cfg.AlignmentGroup, alignConfig(cfg))
+		if err != nil {
+			return nil, fmt.Errorf("kafka source %s: %w", opts.Name, err)
+		}
+		r.group = g
+		// A reader whose partitions are all paused waits in its poll; it
+		// must look again at least every interval, when others may have
+		// moved the group's minimum.
+		r.opts.PollWait = min(r.opts.PollWait, alignConfig(cfg).Interval)
+	}
+	copts, err := consumerOpts(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kafka source %s: %w", opts.Name, err)
+	}
+	kopts := append([]kgo.Opt{
+		kgo.SeedBrokers(cfg.BootstrapServers...),
+		// An offset out of range (the records were deleted by retention)
+		// fails the partition instead of silently jumping elsewhere.
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
+		kgo.FetchMaxWait(r.opts.PollWait),
+		kgo.RetryTimeout(5 * time.Second),
+		// A topic created while the reader waits for it is seen at the
+		// next retry, not after kgo's default five seconds of cached
+		// metadata.
+		kgo.MetadataMinAge(500 * time.Millisecond),
+	}, copts...)
+	cl, err := kgo.NewClient(append(kopts, opts.ClientOpts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka source %s: %w", opts.Name, err)
+	}
+	r.client = cl
+	adm := kadm.NewClient(cl)
+	for attempt := 0; ; attempt++ {
+		r.parts, err = resolve(ctx, adm, r.name, cfg)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			cl.Close()
+			return nil, context.Cause(ctx)
+		}
+		opts.OnError(fmt.Errorf("%w (retrying)", err))
+		if err := sleep(ctx, backoff(attempt)); err != nil {
+			cl.Close()
+			return nil, err
+		}
+	}
+	now := r.clock.Now()
+	r.splits = watermarkmgr.NewSplits(len(r.parts), watermarkmgr.SplitsConfig{
+		OutOfOrderness: time.Duration(cfg.MaxOutOfOrdernessMillis) * time.Millisecond,
+		IdleTimeout:    time.Duration(cfg.IdleTimeoutMillis) * time.Millisecond,
+	}, now)
+	r.paused = make([]bool, len(r.parts))
+	r.index = map[string]map[int32]int{}
+	consume := map[string]map[int32]kgo.Offset{}
+	for i, p := range r.parts {
+		if r.index[p.topic] == nil {
+			r.index[p.topic] = map[int32]int{}
+			consume[p.topic] = map[int32]kgo.Offset{}
+		}
+		r.index[p.topic][p.id] = i
+		consume[p.topic][p.id] = kgo.NewOffset().At(p.start)
+	}
+	if cfg.MaxReadTimeMillis > 0 {
+		r.ends = now.Add(time.Duration(cfg.MaxReadTimeMillis) * time.Millisecond)
+	}
+	cl.AddConsumePartitions(consume)
+	r.updateStats()
+	return r, nil
+}
+
+// alignConfig is a source's alignment group configuration.
+func alignConfig(cfg *kafkaio.ReadConfig) watermarkmgr.AlignConfig {
+	ac := watermarkmgr.AlignConfig{
+		MaxDrift: time.Duration(cfg.MaxDriftMillis) * time.Millisecond,
+		Interval: time.Duration(cfg.UpdateIntervalMillis) * time.Millisecond,
+		Buffer:   3,
+	}
+	if ac.Interval <= 0 {
+		ac.Interval = time.Second
+	}
+	if cfg.SampleBuffer != nil {
+		ac.Buffer = *cfg.SampleBuffer
+	}
+	return ac
+}
+
+// consumerOpts maps the consumer configuration weir understands onto
+// franz-go options; UnknownConsumerKeys lists the rest.
+func consumerOpts(cfg *kafkaio.ReadConfig) ([]kgo.Opt, error) {
+	var opts []kgo.Opt
+	switch l := cfg.ConsumerConfig["isolation.level"]; l {
+	case "", "read_uncommitted":
+	case "read_committed":
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	default:
+		return nil, fmt.Errorf("consumer_config isolation.level %q is not read_committed or read_uncommitted", l)
+	}
+	if id := cfg.ConsumerConfig["client.id"]; id != "" {
+		opts = append(opts, kgo.ClientID(id))
+	}
+	for key, opt := range map[string]func(int32) kgo.Opt{
+		"fetch.max.bytes":           func(n int32) kgo.Opt { return kgo.FetchMaxBytes(n) },
+		"max.partition.fetch.bytes": func(n int32) kgo.Opt { return kgo.FetchMaxPartitionBytes(n) },
+	} {
+		v := cfg.ConsumerConfig[key]
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("consumer_config %s %q is not a positive number of bytes", key, v)
+		}
+		opts = append(opts, opt(int32(n)))
+	}
+	return opts, nil
+}
+
+// consumerKeys are the consumer_config keys the reader uses.
+var consumerKeys = map[string]bool{"isolation.level": true, "client.id": true, "group.id": true, "auto.offset.reset": true,
+	"fetch.max.bytes": true, "max.partition.fetch.bytes": true}
+
+// UnknownConsumerKeys returns the consumer_config keys the reader ignores.
+func UnknownConsumerKeys(cfg *kafkaio.ReadConfig) []string {
+	var out []string
+	for k := range cfg.ConsumerConfig {
+		if !consumerKeys[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Done reports whether a bounded read has ended.
+func (r *Reader) Done() bool { return r.done }
+
+// Poll waits up to PollWait for records and returns them, in offset order
+// per partition. It also moves idleness and alignment on, and ends a
+// bounded read once it has read MaxRecords or run MaxReadTime. The
+// records' byte slices are the reader's until the next Poll.
+func (r *Reader) Poll(ctx context.Context) ([]Record, error) {
+	if r.done {
+		return nil, nil
+	}
+	if !r.ends.IsZero() && !r.clock.Now().Before(r.ends) {
+		return nil, r.finish()
+	}
+	pctx, cancel := context.WithTimeout(ctx, r.opts.PollWait)
+	fetches := r.client.PollRecords(pctx, r.opts.MaxPoll)
+	cancel()
+	if err := ctx.Err(); err != nil {
+		return nil, context.Cause(ctx)
+	}
+	if err := r.fetchErrors(fetches); err != nil {
+		return nil, err
+	}
+	now := r.clock.Now()
+	var out []Record
+	var err error
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		i, ok := r.index[fp.Topic][fp.Partition]
+		if !ok || err != nil {
+			return
+		}
+		p := &r.parts[i]
+		if fp.HighWatermark >= 0 {
+			p.high = fp.HighWatermark
+		}
+		for _, rec := range fp.Records {
+			if r.cfg.MaxRecords > 0 && r.read >= r.cfg.MaxRecords {
+				return
+			}
+			t, terr := r.eventTime(rec, now)
+			if terr != nil {
+				err = terr
+				return
+			}
+			late, serr := r.splits.Record(watermarkmgr.SplitID(i), t, now)
+			if serr != nil {
+				err = fmt.Errorf("kafka source %s: topic %q partition %d: %w", r.name, p.topic, p.id, serr)
+				return
+			}
+			if late {
+				r.late++
+			}
+			p.next = rec.Offset + 1
+			r.read++
+			out = append(out, Record{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
+				Key: rec.Key, Value: rec.Value, EventTime: t})
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.splits.Tick(now); err != nil {
+		return nil, fmt.Errorf("kafka source %s: %w", r.name, err)
+	}
+	if err := r.align(now); err != nil {
+		return nil, err
+	}
+	if r.cfg.MaxRecords > 0 && r.read >= r.cfg.MaxRecords {
+		return out, r.finish()
+	}
+	r.updateStats()
+	return out, nil
+}
+
+// fetchErrors reports the errors of a poll. The poll's own timeout is not
+// one. An offset out of range means records are gone from the broker: the
+// read cannot go on without skipping, so it fails. Everything else kgo
+// retries by itself; it is reported and the read goes on.
+func (r *Reader) fetchErrors(fetches kgo.Fetches) error {
+	var fatal error
+	fetches.EachError(func(topic string, p int32, err error) {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		case errors.Is(err, kerr.OffsetOutOfRange):
+			fatal = fmt.Errorf("kafka source %s: topic %q partition %d: offset out of range at %d (deleted by retention?): %w",
+				r.name, topic, p, r.next(topic, p), err)
+		default:
+			r.opts.OnError(fmt.Errorf("kafka source %s: topic %q partition %d: fetch: %w (retrying)", r.name, topic, p, err))
+		}
+	})
+	return fatal
+}
+
+func (r *Reader) next(topic string, p int32) int64 {
+	if i, ok := r.index[topic][p]; ok {
+		return r.parts[i].next
+	}
+	return -1
+}
+
+// eventTime assigns a record's event time by the timestamp policy.
+func (r *Reader) eventTime(rec *kgo.Record, now time.Time) (mtime.Time, error) {
+	switch r.cfg.TimestampPolicy {
+	case kafkaio.TimeProcessing:
+		return mtime.FromTime(now), nil
+	case kafkaio.TimeLogAppend:
+		if rec.Attrs.TimestampType() != 1 {
+			return 0, fmt.Errorf("kafka source %s: topic %q partition %d offset %d: timestamp policy %s, but the record carries its producer's create time: set message.timestamp.type=LogAppendTime on the topic, or use %s",
+				r.name, rec.Topic, rec.Partition, rec.Offset, kafkaio.TimeLogAppend, kafkaio.TimeCreate)
+		}
+	}
+	return clampMillis(rec.Timestamp.UnixMilli()), nil
+}
+
+// clampMillis turns Kafka's milliseconds into an event time Beam accepts.
+// Records without a timestamp (-1, from pre-0.10 producers) land at the
+// minimum.
+func clampMillis(ms int64) mtime.Time {
+	return min(max(mtime.Time(ms), mtime.MinTimestamp), mtime.MaxTimestamp)
+}
+
+// align reports the partitions to the alignment group and pauses or
+// resumes single partitions as it decides.
+func (r *Reader) align(now time.Time) error {
+	if r.group == nil {
+		return nil
+	}
+	r.states = r.splits.States(r.states[:0])
+	decisions := r.group.sync(r.name, r.states, now)
+	var pause, resume map[string][]int32
+	for i, p := range decisions {
+		if i >= len(r.parts) || p == r.paused[i] {
+			continue
+		}
+		part := r.parts[i]
+		var err error
+		if p {
+			pause = addTP(pause, part.topic, part.id)
+			err = r.splits.Pause(watermarkmgr.SplitID(i), now)
+		} else {
+			resume = addTP(resume, part.topic, part.id)
+			err = r.splits.Resume(watermarkmgr.SplitID(i), now)
+		}
+		if err != nil {
+			return fmt.Errorf("kafka source %s: topic %q partition %d: %w", r.name, part.topic, part.id, err)
+		}
+		r.paused[i] = p
+	}
+	if pause != nil {
+		r.client.PauseFetchPartitions(pause)
+	}
+	if resume != nil {
+		r.client.ResumeFetchPartitions(resume)
+	}
+	return nil
+}
+
+func addTP(m map[string][]int32, topic string, p int32) map[string][]int32 {
+	if m == nil {
+		m = map[string][]int32{}
+	}
+	m[topic] = append(m[topic], p)
+	return m
+}
+
+// finish ends a bounded read: every partition ends, so the watermark goes
+// to +inf, and the reader leaves its alignment group.
+func (r *Reader) finish() error {
+	r.done = true
+	for i := range r.parts {
+		if err := r.splits.End(watermarkmgr.SplitID(i)); err != nil {
+			return fmt.Errorf("kafka source %s: %w", r.name, err)
+		}
+	}
+	if r.group != nil {
+		r.group.leave(r.name)
+	}
+	r.updateStats()
+	return nil
+}
+
+// Watermark returns the source's output watermark, the minimum over its
+// partitions that are neither idle nor ended, and whether it advanced
+// since the last call.
+func (r *Reader) Watermark() (mtime.Time, bool) { return r.splits.Emit() }
+
+// PausedPartitions returns the partitions kgo is told not to fetch.
+func (r *Reader) PausedPartitions() map[string][]int32 { return r.client.PauseFetchPartitions(nil) }
+
+// Close leaves the alignment group and closes the client.
+func (r *Reader) Close() {
+	if r.group != nil {
+		r.group.leave(r.name)
+	}
+	r.client.Close()
+}

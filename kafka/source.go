@@ -1,0 +1,114 @@
+package kafka
+
+import (
+	"context"
+	"encoding/binary"
+	"sync"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+
+	"github.com/weir-runner/weir/executor"
+	"github.com/weir-runner/weir/kafkaio"
+	"github.com/weir-runner/weir/wire"
+)
+
+// Source is the executor operator of a kafkaio read. One subtask reads
+// every partition, with per-partition watermarks: the watermark it emits
+// is the minimum over partitions that are neither idle nor ended. Its
+// elements are KV<bytes, bytes> (key, value; a record without a key has an
+// empty one) in the global window at their event time.
+type Source struct {
+	Config  *kafkaio.ReadConfig
+	Options ReaderOptions
+	// Metrics, if set, reports the reader while it runs.
+	Metrics *Metrics
+	// Transform is the transform's ID, which labels its metrics.
+	Transform string
+}
+
+// Run implements executor.Source: it opens the reader (retrying until the
+// brokers and topics are there), then emits each poll's records and every
+// advance of the watermark, until a bounded read ends or ctx is cancelled.
+func (s *Source) Run(ctx context.Context, out *executor.Output, inj *executor.Injector) error {
+	if _, err := inj.Poll(); err != nil {
+		return err
+	}
+	r, err := Open(ctx, s.Config, s.Options)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if s.Metrics != nil {
+		s.Metrics.add(s.Transform, r)
+	}
+	for !r.Done() {
+		if _, err := inj.Poll(); err != nil {
+			return err
+		}
+		recs, err := r.Poll(ctx)
+		if err != nil {
+			return err
+		}
+		if len(recs) > 0 {
+			if err := out.Emit(ctx, 0, encodeRecords(recs)); err != nil {
+				return err
+			}
+		}
+		if wm, ok := r.Watermark(); ok {
+			if err := out.Watermark(ctx, wm); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := inj.Poll(); err != nil {
+		return err
+	}
+	return out.Watermark(ctx, mtime.MaxTimestamp)
+}
+
+// noFiring is the pane of elements a source emits.
+var noFiring = []byte{wire.PaneNoFiring}
+
+// encodeRecords makes windowed KV<bytes, bytes> values of records, in one
+// new buffer: the records' own bytes belong to the reader.
+func encodeRecords(recs []Record) [][]byte {
+	size := 0
+	for _, r := range recs {
+		size += 8 + 4 + 1 + 2*binary.MaxVarintLen64 + len(r.Key) + len(r.Value)
+	}
+	buf := make([]byte, 0, size)
+	out := make([][]byte, len(recs))
+	var kv []byte
+	for i, r := range recs {
+		kv = appendBytes(appendBytes(kv[:0], r.Key), r.Value)
+		start := len(buf)
+		buf = wire.AppendWindowedValue(buf, r.EventTime, nil, noFiring, kv)
+		out[i] = buf[start:len(buf):len(buf)]
+	}
+	return out
+}
+
+// appendBytes appends b as Beam's bytes coder writes it nested: its
+// length, then the bytes.
+func appendBytes(dst, b []byte) []byte {
+	return append(binary.AppendUvarint(dst, uint64(len(b))), b...)
+}
+
+// Metrics collects the readers of a job's Kafka sources for its metrics.
+type Metrics struct {
+	mu      sync.Mutex
+	readers map[string][]*Reader // by transform ID
+	groups  *Groups
+}
+
+// NewMetrics returns an empty collection; groups, if set, adds each
+// alignment group's spread.
+func NewMetrics(groups *Groups) *Metrics {
+	return &Metrics{readers: map[string][]*Reader{}, groups: groups}
+}
+
+func (m *Metrics) add(transform string, r *Reader) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.readers[transform] = append(m.readers[transform], r)
+}

@@ -1,0 +1,172 @@
+package runner
+
+import (
+	"context"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-runner/weir/kafka"
+	"github.com/weir-runner/weir/kafkaio"
+	weirstate "github.com/weir-runner/weir/state"
+)
+
+var backfillBench = flag.Bool("backfill", false, "run the Kafka backfill benchmark (make bench-backfill)")
+
+func backfillSink(int) {}
+
+func init() { register.Function1x0(backfillSink) }
+
+// TestBackfillBench is `make bench-backfill`: a backfill of three days of
+// event time from 12 partitions that run at uneven speeds in event time
+// (partition p has a record every 20(p+1) seconds, and the consumer fetches
+// about as many bytes from each), collected per key in one-minute windows
+// by a stateful DoFn that keeps each window's elements in a bag until the
+// window closes. It runs the job with alignment off and with a 30 s
+// maximum drift, and reports the peak number of user state records in the
+// job's store: the window state the backfill holds open. Without alignment
+// the fast partitions open days of windows that wait for the slowest one.
+func TestBackfillBench(t *testing.T) {
+	if !*backfillBench {
+		t.Skip("the backfill benchmark runs with -backfill (make bench-backfill)")
+	}
+	const (
+		partitions = 12
+		days       = 3
+		keys       = 10
+	)
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	base := time.UnixMilli(1_700_000_040_000)
+	pcl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		// Small batches: a fetch returns whole batches, so batches of a few
+		// dozen records let partitions advance a few dozen records at a time.
+		kgo.ProducerBatchMaxBytes(2048))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pcl.Close()
+	total := 0
+	value := make([]byte, 200) // events are a few hundred bytes: a fetch brings a dozen
+	for p := range partitions {
+		step := time.Duration(20*(p+1)) * time.Second
+		var recs []*kgo.Record
+		for ts := time.Duration(0); ts < days*24*time.Hour; ts += step {
+			recs = append(recs, &kgo.Record{Topic: "events", Partition: int32(p), Key: []byte(fmt.Sprint("k", total%keys)),
+				Value: value, Timestamp: base.Add(ts)})
+			total++
+		}
+		if err := pcl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d records in %d partitions over %d days", total, partitions, days)
+	for _, run := range []struct {
+		name   string
+		align  bool
+		buffer int
+	}{{"alignment off", false, 0}, {"30 s max drift, buffer 0", true, 0}, {"30 s max drift, buffer 3", true, 3}} {
+		cfg := kafkaio.ReadConfig{BootstrapServers: c.ListenAddrs(), Topics: []string{"events"}, MaxRecords: int64(total),
+			// Small fetches, so that partitions advance a few records at a
+			// time and their speeds in event time differ as in a real
+			// backfill.
+			ConsumerConfig: map[string]string{"max.partition.fetch.bytes": "2048"}}
+		if run.align {
+			buffer := run.buffer
+			cfg.AlignmentGroup, cfg.MaxDriftMillis, cfg.SampleBuffer = "backfill", 30_000, &buffer
+		}
+		r := backfillRun(t, cfg)
+		t.Logf("%-26s peak %6d window state records, peak spread %8v, at most %2d partitions paused (%d samples), %v",
+			run.name, r.peak, r.spread, r.paused, r.samples, r.wall.Round(time.Millisecond))
+	}
+}
+
+// backfillResult is what one run of the backfill showed.
+type backfillResult struct {
+	peak, samples, paused int
+	spread                time.Duration
+	wall                  time.Duration
+}
+
+// backfillRun runs the backfill job once and samples, while it runs, the
+// job's store for user state records and its metrics for the source's
+// spread and paused partitions.
+func backfillRun(t *testing.T, cfg kafkaio.ReadConfig) (r backfillResult) {
+	var mu sync.Mutex
+	var stores []*weirstate.Store
+	testHookStore = func(s *weirstate.Store) { mu.Lock(); stores = append(stores, s); mu.Unlock() }
+	defer func() { testHookStore = nil }()
+	beam.Init()
+	p, s := beam.NewPipelineWithRoot()
+	keys := beam.WindowInto(s, window.NewFixedWindows(time.Minute), beam.ParDo(s, kafkaKey, kafkaio.Read(s, cfg)))
+	bags := beam.ParDo(s, &windowBagFn{Seen: state.MakeBagState[int]("seen"), Flush: timers.InEventTime("flush")},
+		beam.ParDo(s, keyOne, keys))
+	beam.ParDo0(s, backfillSink, bags)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { _, err := Execute(ctx, p); done <- err }()
+	for running := true; running; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			running = false
+		case <-time.After(10 * time.Millisecond):
+		}
+		mu.Lock()
+		for _, st := range stores {
+			if n, err := st.Count(weirstate.KindUserState); err == nil {
+				r.peak, r.samples = max(r.peak, n), r.samples+1
+			}
+		}
+		mu.Unlock()
+		if jobs := inProcessServer().Jobs(); len(jobs) > 0 {
+			spread, paused := sourceGauges(jobs[len(jobs)-1])
+			r.spread, r.paused = max(r.spread, spread), max(r.paused, paused)
+		}
+	}
+	r.wall = time.Since(start)
+	return r
+}
+
+// sourceGauges reads a job's Kafka spread and paused-partition gauges.
+func sourceGauges(j *Job) (spread time.Duration, paused int) {
+	for _, mi := range j.Metrics.Results().GetAttempted() {
+		name := mi.GetLabels()["NAME"]
+		if name != kafka.MetricSpread && name != kafka.MetricPaused {
+			continue
+		}
+		b := mi.GetPayload()
+		_, n := binary.Uvarint(b) // the gauge's time
+		if n <= 0 {
+			continue
+		}
+		v, m := binary.Uvarint(b[n:])
+		if m <= 0 {
+			continue
+		}
+		if name == kafka.MetricSpread {
+			spread = time.Duration(v) * time.Millisecond
+		} else {
+			paused = int(v)
+		}
+	}
+	return spread, paused
+}

@@ -1,0 +1,260 @@
+package watermarkmgr
+
+import (
+	"sort"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+)
+
+// SplitState is what an alignment group knows of one split.
+type SplitState struct {
+	Watermark mtime.Time
+	Idle      bool
+	Paused    bool
+	Ended     bool
+}
+
+// AlignConfig configures an alignment group.
+type AlignConfig struct {
+	// MaxDrift: a split whose watermark is past the group minimum plus
+	// this is paused until the minimum catches up.
+	MaxDrift time.Duration
+	// Interval is how often the group samples its splits and announces
+	// its bound; default one second.
+	Interval time.Duration
+	// Buffer is how many of a split's samples the pause decision looks
+	// back over, using the oldest (FLINK-37399): a split may run about
+	// Buffer intervals past the bound before it is paused, so the round
+	// trip of the announcement does not cap catch-up at one drift per
+	// interval. 0 decides on the latest watermark alone.
+	Buffer int
+}
+
+// Announcement is a group's bound at one sample.
+type Announcement struct {
+	Seq uint64
+	// Min is the minimum watermark over the group's splits that are
+	// neither idle nor ended; +inf when there are none.
+	Min mtime.Time
+	// Max is the largest such watermark: Max - Min is the spread between
+	// the fastest and slowest split.
+	Max mtime.Time
+	// Bound is Min plus the maximum drift, saturating at +inf.
+	Bound mtime.Time
+	// Paused counts the splits paused by this announcement.
+	Paused int
+}
+
+// Spread returns the distance between the fastest and slowest split: 0
+// when fewer than two splits count, or while the slowest has no watermark
+// yet (-inf).
+func (a Announcement) Spread() time.Duration {
+	if a.Min >= a.Max || a.Min == mtime.MinTimestamp || a.Max == mtime.MaxTimestamp {
+		return 0
+	}
+	return time.Duration(a.Max-a.Min) * time.Millisecond
+}
+
+// member is one reader in a group.
+type member struct {
+	splits []alignedSplit
+}
+
+type alignedSplit struct {
+	state   SplitState
+	samples []mtime.Time // ring of the last Buffer samples, oldest at next
+	next    int
+	filled  int
+}
+
+// Group is a watermark alignment group: readers of one or more sources
+// that may drift apart in event time by at most MaxDrift. Each reader
+// reports its splits' states (Report) and reads the decision per split
+// (Paused), then pauses or resumes single splits, never the whole reader.
+// Every Interval the group samples the splits and announces min +
+// MaxDrift (Tick): the samples feed the Buffer rule, the announcement the
+// metrics.
+//
+// The rules, each against a way Flink's alignment hung jobs:
+//
+//   - Idle and ended splits are left out of the minimum; with none left it
+//     is +inf and the bound saturates at +inf (FLINK-31632), so nothing is
+//     paused. A reader with no splits, or whose splits have all ended,
+//     holds nothing back (FLINK-32414, FLINK-35157, FLINK-37670).
+//   - Paused splits stay in the minimum: a paused split is never idle
+//     (Splits stops its activity clock), and the slowest split is never
+//     paused, since its watermark is the minimum and the drift is not
+//     negative. So some split always runs, and as it advances the bound
+//     rises until the paused splits resume (FLINK-32496, FLINK-40093).
+//   - Idle and ended splits are never paused: pausing an idle split would
+//     keep it from coming back.
+//   - The bound is taken over the splits as last reported, at every
+//     decision (see Paused): never stale, so the slowest split is never
+//     paused and catch-up is not capped by the announcement interval.
+//   - A running split is paused when the oldest of its last Buffer samples
+//     (taken at announcements) is past the bound; with Buffer 0, when its
+//     watermark as last reported is. A paused split resumes once its
+//     watermark is at or under the bound. The gap between the two is
+//     hysteresis: a resumed split runs at least until it passes the bound
+//     again.
+//
+// Group does no I/O and reads no clock. It is not safe for concurrent use:
+// the caller that shares one between readers locks around it.
+type Group struct {
+	cfg     AlignConfig
+	members map[string]*member
+	next    time.Time // when the next sample is due; zero: at the first Tick
+	last    Announcement
+}
+
+// NewGroup returns an empty group. Its first Tick samples and announces.
+func NewGroup(cfg AlignConfig) *Group {
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Second
+	}
+	cfg.Buffer = max(cfg.Buffer, 0)
+	return &Group{cfg: cfg, members: map[string]*member{},
+		last: Announcement{Min: mtime.MaxTimestamp, Max: mtime.MaxTimestamp, Bound: mtime.MaxTimestamp}}
+}
+
+// Report records the current states of a reader's splits, in its split
+// order, adding the reader if new. A reader's number of splits may change;
+// splits beyond the old number start with empty samples.
+func (g *Group) Report(reader string, states []SplitState) {
+	m := g.members[reader]
+	if m == nil {
+		m = &member{}
+		g.members[reader] = m
+	}
+	if len(m.splits) > len(states) {
+		m.splits = m.splits[:len(states)]
+	}
+	for len(m.splits) < len(states) {
+		m.splits = append(m.splits, alignedSplit{samples: make([]mtime.Time, max(g.cfg.Buffer, 1))})
+	}
+	for i, st := range states {
+		m.splits[i].state = st
+	}
+}
+
+// Leave removes a reader: its splits no longer count.
+func (g *Group) Leave(reader string) { delete(g.members, reader) }
+
+// Tick samples every split and announces a new bound if an interval has
+// passed since the last announcement. It reports whether it announced.
+func (g *Group) Tick(now time.Time) (Announcement, bool) {
+	if !g.next.IsZero() && now.Before(g.next) {
+		return g.last, false
+	}
+	g.next = now.Add(g.cfg.Interval)
+	g.announce()
+	return g.last, true
+}
+
+// announce samples every split and records the bound.
+func (g *Group) announce() {
+	for _, m := range g.members {
+		for i := range m.splits {
+			m.splits[i].sample()
+		}
+	}
+	low, high, bound := g.bound()
+	paused := 0
+	for _, m := range g.members {
+		for i := range m.splits {
+			if decide(&m.splits[i], bound) {
+				paused++
+			}
+		}
+	}
+	g.last = Announcement{Seq: g.last.Seq + 1, Min: low, Max: high, Bound: bound, Paused: paused}
+}
+
+// bound returns the minimum and maximum watermark over splits that are
+// neither idle nor ended, as last reported, and the minimum plus the
+// maximum drift: +inf each when there are none.
+func (g *Group) bound() (low, high, bound mtime.Time) {
+	low, high = mtime.MaxTimestamp, mtime.MinTimestamp
+	counted := 0
+	for _, m := range g.members {
+		for i := range m.splits {
+			x := &m.splits[i]
+			if x.state.Idle || x.state.Ended {
+				continue
+			}
+			counted++
+			low = min(low, x.state.Watermark)
+			high = max(high, x.state.Watermark)
+		}
+	}
+	if counted == 0 {
+		high = mtime.MaxTimestamp
+	}
+	return low, high, addSaturating(low, mtime.Time(g.cfg.MaxDrift.Milliseconds()))
+}
+
+// decide returns whether split x must be paused under bound.
+func decide(x *alignedSplit, bound mtime.Time) bool {
+	switch {
+	case x.state.Idle || x.state.Ended:
+		return false
+	case x.state.Paused:
+		return x.state.Watermark > bound
+	case len(x.samples) == 1 || x.filled == 0:
+		// Buffer 0 (or no sample yet): the latest watermark.
+		return x.state.Watermark > bound
+	default:
+		return x.oldest() > bound
+	}
+}
+
+func (x *alignedSplit) sample() {
+	x.samples[x.next] = x.state.Watermark
+	x.next = (x.next + 1) % len(x.samples)
+	x.filled = min(x.filled+1, len(x.samples))
+}
+
+// oldest returns the oldest sample in the ring.
+func (x *alignedSplit) oldest() mtime.Time {
+	if x.filled < len(x.samples) {
+		return x.samples[0]
+	}
+	return x.samples[x.next]
+}
+
+// Paused returns the group's decision for each of a reader's splits, in
+// its split order: true means the split must be paused. It compares the
+// splits with the bound over the splits as last reported by every reader,
+// not with the last announcement: the readers share the group in one
+// process, so the bound is never stale. A stale bound is what capped
+// Flink's catch-up at one drift per interval (its slowest split passes
+// the old minimum plus the drift, and waits for the next announcement);
+// here the slowest split is never paused, and a split that passes the
+// bound between announcements is paused at its reader's next report. A
+// reader the group does not know gets nil.
+func (g *Group) Paused(reader string) []bool {
+	m := g.members[reader]
+	if m == nil {
+		return nil
+	}
+	_, _, bound := g.bound()
+	out := make([]bool, len(m.splits))
+	for i := range m.splits {
+		out[i] = decide(&m.splits[i], bound)
+	}
+	return out
+}
+
+// Last returns the last announcement.
+func (g *Group) Last() Announcement { return g.last }
+
+// Readers returns the readers in the group, sorted.
+func (g *Group) Readers() []string {
+	out := make([]string, 0, len(g.members))
+	for r := range g.members {
+		out = append(out, r)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,165 @@
+package watermarkmgr
+
+import (
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+)
+
+// splitStep is one event in a Splits table test, at fake processing time
+// At (milliseconds after the start).
+type splitStep struct {
+	at     int64
+	op     string // "record", "tick", "pause", "resume", "end"
+	split  SplitID
+	t      mtime.Time // record: event time
+	wantWM mtime.Time // the output watermark after the step (Output)
+	late   bool       // record: want it reported late
+	idled  []SplitID  // tick: want these newly idle
+}
+
+func TestSplits(t *testing.T) {
+	start := time.Unix(1_700_000_000, 0)
+	const inf, ninf = mtime.MaxTimestamp, mtime.MinTimestamp
+	for _, tc := range []struct {
+		name  string
+		n     int
+		cfg   SplitsConfig
+		steps []splitStep
+	}{
+		{"no splits: +inf, nothing held back", 0, SplitsConfig{IdleTimeout: time.Second}, []splitStep{
+			{at: 0, op: "tick", wantWM: inf},
+		}},
+		{"bounded out-of-orderness per split, minimum over splits", 2, SplitsConfig{OutOfOrderness: 5 * time.Millisecond}, []splitStep{
+			{at: 0, op: "record", split: 0, t: 100, wantWM: ninf},
+			{at: 1, op: "record", split: 1, t: 50, wantWM: 45},
+			{at: 2, op: "record", split: 1, t: 80, wantWM: 75},
+			{at: 3, op: "record", split: 1, t: 77, wantWM: 75},             // behind max, not late
+			{at: 4, op: "record", split: 1, t: 70, wantWM: 75, late: true}, // behind the watermark
+			{at: 5, op: "record", split: 0, t: 200, wantWM: 75},
+			{at: 6, op: "record", split: 1, t: 300, wantWM: 195},
+		}},
+		{"out-of-orderness saturates at -inf", 1, SplitsConfig{OutOfOrderness: time.Hour}, []splitStep{
+			{at: 0, op: "record", split: 0, t: ninf + 10, wantWM: ninf},
+		}},
+		{"a quiet split goes idle and rejoins on its next record", 2, SplitsConfig{IdleTimeout: 10 * time.Millisecond}, []splitStep{
+			{at: 0, op: "record", split: 0, t: 100, wantWM: ninf},
+			{at: 1, op: "record", split: 1, t: 10, wantWM: 10},
+			{at: 9, op: "record", split: 0, t: 110, wantWM: 10},
+			{at: 10, op: "tick", wantWM: 10},
+			{at: 11, op: "tick", idled: []SplitID{1}, wantWM: 110},
+			{at: 15, op: "record", split: 0, t: 120, wantWM: 120},
+			// back, behind the output: it holds the output where it is
+			{at: 16, op: "record", split: 1, t: 20, late: true, wantWM: 120},
+			{at: 17, op: "record", split: 0, t: 130, wantWM: 120},
+			{at: 18, op: "record", split: 1, t: 125, wantWM: 125},
+		}},
+		{"an empty split goes idle, so it does not freeze the output", 2, SplitsConfig{IdleTimeout: 10 * time.Millisecond}, []splitStep{
+			{at: 5, op: "record", split: 0, t: 100, wantWM: ninf},
+			{at: 10, op: "tick", idled: []SplitID{1}, wantWM: 100},
+		}},
+		{"a paused split is never idle (FLINK-35886)", 2, SplitsConfig{IdleTimeout: 10 * time.Millisecond}, []splitStep{
+			{at: 0, op: "record", split: 0, t: 100, wantWM: ninf},
+			{at: 0, op: "record", split: 1, t: 500, wantWM: 100},
+			{at: 5, op: "pause", split: 1, wantWM: 100},
+			{at: 9, op: "record", split: 0, t: 200, wantWM: 200},
+			{at: 1000, op: "record", split: 0, t: 300, wantWM: 300},
+			{at: 1000, op: "tick", wantWM: 300},
+			// resumed, its clock goes on from 5 ms: idle 5 ms later
+			{at: 1001, op: "resume", split: 1, wantWM: 300},
+			{at: 1005, op: "tick", wantWM: 300},
+			{at: 1006, op: "tick", idled: []SplitID{1}, wantWM: 300},
+		}},
+		{"a paused split holds the output even past the idle timeout", 2, SplitsConfig{IdleTimeout: 10 * time.Millisecond}, []splitStep{
+			{at: 0, op: "record", split: 0, t: 100, wantWM: ninf},
+			{at: 0, op: "record", split: 1, t: 50, wantWM: 50},
+			{at: 1, op: "pause", split: 1, wantWM: 50},
+			{at: 100, op: "record", split: 0, t: 300, wantWM: 50},
+			{at: 500, op: "tick", idled: []SplitID{0}, wantWM: 50},
+		}},
+		{"ended splits are +inf; all ended is +inf", 2, SplitsConfig{}, []splitStep{
+			{at: 0, op: "record", split: 0, t: 100, wantWM: ninf},
+			{at: 0, op: "end", split: 1, wantWM: 100},
+			{at: 0, op: "end", split: 0, wantWM: inf},
+		}},
+		// Splits idle in order: once split 0 has left, the minimum is split 1's,
+		// and when it leaves too there is nothing to take the minimum of.
+		{"all idle: the output stays where the last one left it", 2, SplitsConfig{IdleTimeout: 10 * time.Millisecond}, []splitStep{
+			{at: 0, op: "record", split: 0, t: 100, wantWM: ninf},
+			{at: 0, op: "record", split: 1, t: 200, wantWM: 100},
+			{at: 20, op: "tick", idled: []SplitID{0, 1}, wantWM: 200},
+			{at: 30, op: "record", split: 0, t: 150, late: true, wantWM: 200},
+		}},
+		{"processing time going back moves no clock", 1, SplitsConfig{IdleTimeout: 10 * time.Millisecond}, []splitStep{
+			{at: 5, op: "record", split: 0, t: 1, wantWM: 1},
+			{at: 0, op: "tick", wantWM: 1},
+			{at: 14, op: "tick", wantWM: 1},
+			{at: 15, op: "tick", idled: []SplitID{0}, wantWM: 1},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewSplits(tc.n, tc.cfg, start)
+			for i, st := range tc.steps {
+				now := start.Add(time.Duration(st.at) * time.Millisecond)
+				var err error
+				switch st.op {
+				case "record":
+					var late bool
+					late, err = s.Record(st.split, st.t, now)
+					if late != st.late {
+						t.Errorf("step %d: late %v, want %v", i, late, st.late)
+					}
+				case "tick":
+					var idled []SplitID
+					idled, err = s.Tick(now)
+					if !equalIDs(idled, st.idled) {
+						t.Errorf("step %d: idled %v, want %v", i, idled, st.idled)
+					}
+				case "pause":
+					err = s.Pause(st.split, now)
+				case "resume":
+					err = s.Resume(st.split, now)
+				case "end":
+					err = s.End(st.split)
+				default:
+					t.Fatalf("step %d: unknown op %q", i, st.op)
+				}
+				if err != nil {
+					t.Fatalf("step %d (%s): %v", i, st.op, err)
+				}
+				if got := s.Output(); got != st.wantWM {
+					t.Fatalf("step %d (%s): output %v, want %v", i, st.op, got, st.wantWM)
+				}
+			}
+		})
+	}
+}
+
+func TestSplitsErrors(t *testing.T) {
+	s := NewSplits(1, SplitsConfig{}, time.Time{})
+	if _, err := s.Record(1, 0, time.Time{}); err == nil {
+		t.Error("record on split 1 of 1: no error")
+	}
+	if err := s.End(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Record(0, 0, time.Time{}); err == nil {
+		t.Error("record after end: no error")
+	}
+	if err := s.End(0); err != nil {
+		t.Errorf("ending twice: %v", err)
+	}
+}
+
+func equalIDs(a, b []SplitID) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
