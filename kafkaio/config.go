@@ -60,8 +60,10 @@ type ReadConfig struct {
 	// per update interval, the pause decision looks back over: a running
 	// partition is paused when the oldest of them is past the group's
 	// bound, so it may run about that many intervals ahead before it
-	// pauses (Flink's FLINK-37399). Default 3; 0 decides on the latest
-	// watermark, the tightest (see docs/kafka.md).
+	// pauses (Flink's FLINK-37399). Default 0, the latest watermark: weir
+	// decides against the live group minimum, never a stale announcement,
+	// so the buffer buys no speed and only loosens the bound
+	// (docs/kafka.md measures it).
 	SampleBuffer *int `json:"sample_buffer,omitempty"`
 
 	// MaxRecords and MaxReadTimeMillis make the read bounded: it ends after

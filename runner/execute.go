@@ -253,6 +253,9 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 			if err := kj.node(n, s, plan); err != nil {
 				return nil, err
 			}
+			if s.Kind == translate.KindKafkaRead {
+				n.Arrivals = late.Source(s.Transforms[0], s.Name)
+			}
 		case translate.KindGBK:
 			in := plan.PColls[s.MainInput()]
 			acct := late.Transform(s.Transforms[0], s.Name)

@@ -114,6 +114,18 @@ func TestKafkaEndToEnd(t *testing.T) {
 	if cs := q.Counters(); len(cs) != 1 || cs[0].Committed != n {
 		t.Errorf("%s counters %+v, want one of %d", kafka.MetricRecords, cs, n)
 	}
+	// The source measures the arrival delay of every record it read, the
+	// group-by-key of every accumulator it got.
+	d := res.Metrics().Query(func(r beam.MetricResult) bool {
+		return r.Namespace() == "weir" && r.Name() == "arrival_delay_ms" && !strings.Contains(r.Transform(), "GroupByKey")
+	})
+	var arrivals int64
+	for _, dist := range d.Distributions() {
+		arrivals += dist.Committed.Count
+	}
+	if arrivals != n {
+		t.Errorf("arrival_delay_ms distributions %+v, want one over the source's %d records", d.Distributions(), n)
+	}
 }
 
 // TestKafkaMissingTopicWarns runs a job whose topic does not exist yet:
