@@ -183,22 +183,35 @@ func (w *Worker) Process(ctx context.Context, req BundleRequest) (*BundleResult,
 	if err != nil {
 		return nil, err
 	}
-	if err := w.sendInputs(id, req.Inputs); err != nil {
-		return nil, err
-	}
-	if err := w.sendTimers(id, req.Timers); err != nil {
-		return nil, err
-	}
-	if req.OnSent != nil {
-		req.OnSent(id)
-	}
+	// The SDK opens its data stream when a bundle first needs it. One that
+	// fails before that (a descriptor it cannot build) answers at once and
+	// never opens it, so wait for whichever comes first.
 	var resp *fnpb.InstructionResponse
 	select {
+	case <-w.dataUp:
 	case resp = <-respc:
 	case <-w.done:
 		return nil, w.Err()
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+	if resp == nil {
+		if err := w.sendInputs(id, req.Inputs); err != nil {
+			return nil, err
+		}
+		if err := w.sendTimers(id, req.Timers); err != nil {
+			return nil, err
+		}
+		if req.OnSent != nil {
+			req.OnSent(id)
+		}
+		select {
+		case resp = <-respc:
+		case <-w.done:
+			return nil, w.Err()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	if msg := resp.GetError(); msg != "" {
 		return nil, &BundleError{Instruction: id, Message: msg}

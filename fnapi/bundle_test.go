@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -88,6 +89,19 @@ func TestProcessReportsSDKFailure(t *testing.T) {
 		Inputs: []fnapi.Input{{TransformID: "src", Elements: [][]byte{{1}}}}, Outputs: []string{"sink"}})
 	var be *fnapi.BundleError
 	if !errors.As(err, &be) || be.Message == "" {
+		t.Fatalf("Process = %v, want a BundleError with the SDK's message", err)
+	}
+}
+
+// An SDK that fails a bundle before it ever opens its data stream (it
+// cannot build the descriptor) answers at once; the bundle fails with its
+// message instead of waiting for a data stream that never comes.
+func TestProcessReportsFailureBeforeData(t *testing.T) {
+	_, w := startFake(t, &fnapitest.Worker{Echo: map[string]string{"src": "sink"}, Fail: "no such coder", FailEarly: true})
+	_, err := w.Process(ctx(t), fnapi.BundleRequest{DescriptorID: "d",
+		Inputs: []fnapi.Input{{TransformID: "src", Elements: [][]byte{{1}}}}, Outputs: []string{"sink"}})
+	var be *fnapi.BundleError
+	if !errors.As(err, &be) || !strings.Contains(be.Message, "no such coder") {
 		t.Fatalf("Process = %v, want a BundleError with the SDK's message", err)
 	}
 }

@@ -343,3 +343,29 @@ func TestWriterMissingTopic(t *testing.T) {
 		t.Errorf("written %d, want 10", w.Written())
 	}
 }
+
+// Like Java's producer, the writer lets a broker that allows it create the
+// topic it writes to, unless the producer config says not to.
+func TestWriterAutoCreatesTopic(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w, err := NewWriter(&kafkaio.WriteConfig{BootstrapServers: c.ListenAddrs(), Topic: "fresh"}, WriterOptions{Name: "sink"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := range 5 {
+		w.Write(context.Background(), nil, []byte(fmt.Sprint(i)))
+	}
+	if err := w.Flush(context.Background()); err != nil || w.Written() != 5 {
+		t.Fatalf("flush: %v, written %d; want 5 records in the new topic", err, w.Written())
+	}
+	if _, err := NewWriter(&kafkaio.WriteConfig{BootstrapServers: c.ListenAddrs(), Topic: "x",
+		ProducerConfig: map[string]string{"allow.auto.create.topics": "maybe"}}, WriterOptions{Name: "sink"}); err == nil ||
+		!contains(err.Error(), "allow.auto.create.topics") {
+		t.Errorf("a bad allow.auto.create.topics gave %v", err)
+	}
+}

@@ -70,7 +70,8 @@ func NewWriter(cfg *kafkaio.WriteConfig, opts WriterOptions) (*Writer, error) {
 }
 
 // producerKeys are the producer_config keys the writer uses.
-var producerKeys = map[string]bool{"client.id": true, "linger.ms": true, "compression.type": true}
+var producerKeys = map[string]bool{"client.id": true, "linger.ms": true, "compression.type": true,
+	"allow.auto.create.topics": true}
 
 // UnknownProducerKeys returns the producer_config keys the writer ignores.
 func UnknownProducerKeys(cfg *kafkaio.WriteConfig) []string {
@@ -85,6 +86,16 @@ func UnknownProducerKeys(cfg *kafkaio.WriteConfig) []string {
 
 func producerOpts(cfg *kafkaio.WriteConfig) ([]kgo.Opt, error) {
 	var opts []kgo.Opt
+	// Java's producer lets a broker that allows it create the topic it
+	// writes to; pipelines written for it (Beam's kafkaio tests among
+	// them) expect that. "false" turns it off.
+	switch v := cfg.ProducerConfig["allow.auto.create.topics"]; v {
+	case "", "true":
+		opts = append(opts, kgo.AllowAutoTopicCreation())
+	case "false":
+	default:
+		return nil, fmt.Errorf("producer_config allow.auto.create.topics %q is not true or false", v)
+	}
 	if id := cfg.ProducerConfig["client.id"]; id != "" {
 		opts = append(opts, kgo.ClientID(id))
 	}

@@ -27,6 +27,10 @@ type Worker struct {
 	CrashOnBundle bool
 	// Fail, when set, makes every bundle fail with this message.
 	Fail string
+	// FailEarly makes a failing worker (Fail) answer at once, without ever
+	// opening its data stream, as an SDK does that cannot build a bundle's
+	// descriptor.
+	FailEarly bool
 
 	// Restrictions makes bundles behave like a splittable DoFn's: each
 	// input element is a restriction (see Restriction) and the worker emits
@@ -67,9 +71,12 @@ func (w *Worker) Start(endpoint, id string) error {
 	if err != nil {
 		return err
 	}
-	data, err := fnpb.NewBeamFnDataClient(conn).Data(ctx)
-	if err != nil {
-		return err
+	var data fnpb.BeamFnData_DataClient
+	if !w.FailEarly {
+		data, err = fnpb.NewBeamFnDataClient(conn).Data(ctx)
+		if err != nil {
+			return err
+		}
 	}
 	w.wg.Add(1)
 	go func() {
@@ -162,7 +169,9 @@ func (s *server) send(resp *fnpb.InstructionResponse, out *fnpb.Elements) error 
 
 func (w *Worker) serve(ctx context.Context, ctl fnpb.BeamFnControl_ControlClient, data fnpb.BeamFnData_DataClient) {
 	s := &server{ctx: ctx, w: w, ctl: ctl, data: data, bundles: map[string]*bundleIn{}}
-	go s.receiveData()
+	if data != nil {
+		go s.receiveData()
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
@@ -175,6 +184,11 @@ func (w *Worker) serve(ctx context.Context, ctl fnpb.BeamFnControl_ControlClient
 			if w.CrashOnBundle {
 				w.cancel()
 				return
+			}
+			if w.FailEarly {
+				_ = s.send(&fnpb.InstructionResponse{InstructionId: req.GetInstructionId(),
+					Error: fmt.Sprintf("%s (bundle %s)", w.Fail, req.GetInstructionId())}, nil)
+				continue
 			}
 			s.get(req.GetInstructionId()) // known to splits from now on
 			wg.Add(1)
