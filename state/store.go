@@ -144,17 +144,24 @@ const (
 // Count returns how many records of kind k the store holds, over every
 // namespace. It scans the whole store: for tests and diagnostics.
 func (s *Store) Count(k Kind) (int, error) {
+	n, _, err := s.Usage(k)
+	return n, err
+}
+
+// Usage returns how many records of kind k the store holds, over every
+// namespace, and their bytes (keys and values). It scans the whole store:
+// for tests, benchmarks and diagnostics.
+func (s *Store) Usage(k Kind) (records int, bytes int64, err error) {
 	s.closing.RLock()
 	defer s.closing.RUnlock()
 	if s.closed {
-		return 0, errors.New("state: count: the store is closed")
+		return 0, 0, errors.New("state: usage: the store is closed")
 	}
 	it, err := s.db.NewIter(nil)
 	if err != nil {
-		return 0, fmt.Errorf("state: count: %w", err)
+		return 0, 0, fmt.Errorf("state: usage: %w", err)
 	}
 	defer it.Close()
-	n := 0
 	for valid := it.First(); valid; valid = it.Next() {
 		key := it.Key()
 		l, w := binary.Uvarint(key)
@@ -162,8 +169,9 @@ func (s *Store) Count(k Kind) (int, error) {
 			continue
 		}
 		if Kind(key[w+int(l)]) == k {
-			n++
+			records++
+			bytes += int64(len(key) + len(it.Value()))
 		}
 	}
-	return n, it.Error()
+	return records, bytes, it.Error()
 }
