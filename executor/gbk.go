@@ -268,7 +268,13 @@ func (g *GroupByKey) encode(window, key []byte, values [][]byte, end, minTS, max
 
 // timestamp is a group's output timestamp, as the timestamp combiner says.
 func (g *GroupByKey) timestamp(end, minTS, maxTS mtime.Time) mtime.Time {
-	switch g.OutputTime {
+	return outputTimestamp(g.OutputTime, end, minTS, maxTS)
+}
+
+// outputTimestamp applies a timestamp combiner to a pane whose values lie
+// between minTS and maxTS, in a window whose last instant is end.
+func outputTimestamp(mode pipepb.OutputTime_Enum, end, minTS, maxTS mtime.Time) mtime.Time {
+	switch mode {
 	case pipepb.OutputTime_EARLIEST_IN_PANE:
 		return minTS
 	case pipepb.OutputTime_LATEST_IN_PANE:

@@ -344,13 +344,7 @@ func cmpTime(a, b mtime.Time) int {
 // the pane's info, stamped as the timestamp combiner says over the pane's
 // new values. Values stream from the store into one buffer.
 func (g *TriggeredGroupByKey) encode(w *trigWindow, pane triggers.Pane) error {
-	ts := w.id.End
-	switch g.OutputTime {
-	case pipepb.OutputTime_EARLIEST_IN_PANE:
-		ts = w.minTS
-	case pipepb.OutputTime_LATEST_IN_PANE:
-		ts = w.maxValTS
-	}
+	ts := outputTimestamp(g.OutputTime, w.id.End, w.minTS, w.maxValTS)
 	val := append(g.val[:0], w.id.Key...)
 	at := len(val)
 	val = append(val, 0, 0, 0, 0)
