@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
 
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 
 	"github.com/weir-runner/weir/runner"
 )
@@ -15,28 +17,18 @@ import (
 // job's metrics (GetJobMetrics), where the runner reports them: the totals
 // and the last checkpoints it keeps, newest first.
 func listCheckpoints(args []string, stdout io.Writer) error {
-	fs := newFlagSet("checkpoints", "JOB")
-	var cf clientFlags
-	cf.register(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usageErrorf("want exactly one job id, got %d arguments", fs.NArg())
-	}
-	id := fs.Arg(0)
-	client, conn, ctx, cancel, err := cf.dial()
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	defer cancel()
+	return onJob("checkpoints", args, func(ctx context.Context, client jobpb.JobServiceClient, id, endpoint string) error {
+		resp, err := client.GetJobMetrics(ctx, &jobpb.GetJobMetricsRequest{JobId: id})
+		if err != nil {
+			return fmt.Errorf("metrics of job %s on %s: %w", id, endpoint, err)
+		}
+		return printCheckpoints(stdout, id, resp.GetMetrics().GetCommitted())
+	})
+}
 
-	resp, err := client.GetJobMetrics(ctx, &jobpb.GetJobMetricsRequest{JobId: id})
-	if err != nil {
-		return fmt.Errorf("metrics of job %s on %s: %w", id, cf.endpoint, err)
-	}
-	r := runner.ReadCheckpointMetrics(resp.GetMetrics().GetCommitted())
+// printCheckpoints prints the checkpoint statistics in a job's metrics.
+func printCheckpoints(stdout io.Writer, id string, metrics []*pipepb.MonitoringInfo) error {
+	r := runner.ReadCheckpointMetrics(metrics)
 	if r.Completed == 0 && r.Failed == 0 && r.InProgress == 0 && len(r.Checkpoints) == 0 {
 		fmt.Fprintf(stdout, "job %s has taken no checkpoint (does it set --%s?)\n", id, runner.CheckpointIntervalOption)
 		return nil

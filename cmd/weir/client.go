@@ -85,6 +85,19 @@ func drainJob(args []string, stdout io.Writer) error {
 }
 
 func stopJob(verb string, args []string, stdout io.Writer, call func(context.Context, jobpb.JobServiceClient, string) (jobpb.JobState_Enum, error)) error {
+	return onJob(verb, args, func(ctx context.Context, client jobpb.JobServiceClient, id, endpoint string) error {
+		st, err := call(ctx, client, id)
+		if err != nil {
+			return fmt.Errorf("%s job %s on %s: %w", verb, id, endpoint, err)
+		}
+		fmt.Fprintf(stdout, "%s\t%s\n", id, st)
+		return nil
+	})
+}
+
+// onJob parses the flags and the one job id of a command about a job,
+// dials the job service and runs do.
+func onJob(verb string, args []string, do func(ctx context.Context, client jobpb.JobServiceClient, id, endpoint string) error) error {
 	fs := newFlagSet(verb, "JOB")
 	var cf clientFlags
 	cf.register(fs)
@@ -94,18 +107,11 @@ func stopJob(verb string, args []string, stdout io.Writer, call func(context.Con
 	if fs.NArg() != 1 {
 		return usageErrorf("want exactly one job id, got %d arguments", fs.NArg())
 	}
-	id := fs.Arg(0)
 	client, conn, ctx, cancel, err := cf.dial()
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 	defer cancel()
-
-	st, err := call(ctx, client, id)
-	if err != nil {
-		return fmt.Errorf("%s job %s on %s: %w", verb, id, cf.endpoint, err)
-	}
-	fmt.Fprintf(stdout, "%s\t%s\n", id, st)
-	return nil
+	return do(ctx, client, fs.Arg(0), cf.endpoint)
 }
