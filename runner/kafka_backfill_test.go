@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -142,31 +141,14 @@ type backfillResult struct {
 // job's store for user state records and its metrics for the source's
 // spread and paused partitions.
 func backfillRun(t *testing.T, cfg kafkaio.ReadConfig) (r backfillResult) {
-	var mu sync.Mutex
-	var stores []*weirstate.Store
-	testHookStore = func(s *weirstate.Store) { mu.Lock(); stores = append(stores, s); mu.Unlock() }
-	defer func() { testHookStore = nil }()
 	beam.Init()
 	p, s := beam.NewPipelineWithRoot()
 	keys := beam.WindowInto(s, window.NewFixedWindows(time.Minute), beam.ParDo(s, kafkaKey, kafkaio.Read(s, cfg)))
 	bags := beam.ParDo(s, &windowBagFn{Seen: state.MakeBagState[int]("seen"), Flush: timers.InEventTime("flush")},
 		beam.ParDo(s, keyOne, keys))
 	beam.ParDo0(s, backfillSink, bags)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	done := make(chan error, 1)
 	start := time.Now()
-	go func() { _, err := Execute(ctx, p); done <- err }()
-	for running := true; running; {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-			running = false
-		case <-time.After(10 * time.Millisecond):
-		}
-		mu.Lock()
+	executeSampling(t, p, 10*time.Minute, 10*time.Millisecond, func(stores []*weirstate.Store) {
 		for _, st := range stores {
 			if n, b, err := st.Usage(weirstate.KindUserState); err == nil {
 				r.peak, r.bytes, r.samples = max(r.peak, n), max(r.bytes, b), r.samples+1
@@ -176,12 +158,11 @@ func backfillRun(t *testing.T, cfg kafkaio.ReadConfig) (r backfillResult) {
 				r.windows = max(r.windows, n)
 			}
 		}
-		mu.Unlock()
 		if jobs := inProcessServer().Jobs(); len(jobs) > 0 {
 			spread, paused := sourceGauges(jobs[len(jobs)-1])
 			r.spread, r.paused = max(r.spread, spread), max(r.paused, paused)
 		}
-	}
+	})
 	r.wall = time.Since(start)
 	return r
 }

@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -55,10 +54,6 @@ func init() {
 // not the whole history.
 func TestStreamingStateStaysBounded(t *testing.T) {
 	const windows, keys = 150, 10
-	var mu sync.Mutex
-	var stores []*weirstate.Store
-	testHookStore = func(s *weirstate.Store) { mu.Lock(); stores = append(stores, s); mu.Unlock() }
-	defer func() { testHookStore = nil }()
 
 	beam.Init()
 	p, s := beam.NewPipelineWithRoot()
@@ -80,21 +75,8 @@ func TestStreamingStateStaysBounded(t *testing.T) {
 	passert.Count(s, counts, "firings", windows*keys)
 	passert.Sum(s, counts, "values", windows*keys, 2*windows*keys)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { _, err := Execute(ctx, p); done <- err }()
 	most, samples := 0, 0
-	for running := true; running; {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-			running = false
-		case <-time.After(5 * time.Millisecond):
-		}
-		mu.Lock()
+	executeSampling(t, p, 2*time.Minute, 5*time.Millisecond, func(stores []*weirstate.Store) {
 		for _, st := range stores {
 			// The store closes when the job ends; a failed count then is
 			// no sample.
@@ -102,8 +84,7 @@ func TestStreamingStateStaysBounded(t *testing.T) {
 				most, samples = max(most, n), samples+1
 			}
 		}
-		mu.Unlock()
-	}
+	})
 	if samples < 10 {
 		t.Fatalf("only %d samples of the store while the job ran", samples)
 	}
