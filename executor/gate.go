@@ -15,7 +15,6 @@ import (
 type channelState struct {
 	port  int
 	in    watermarkmgr.InputID // the channel's input in its port's manager
-	wm    mtime.Time           // the channel's last watermark
 	from  int                  // index of its producer in gate.spreadWM
 	pt    mtime.Time           // synthetic processing time
 	ended bool
@@ -94,8 +93,8 @@ func (g *gate) observeSpread() {
 	}
 	for i := range g.channels {
 		c := &g.channels[i]
-		if !c.ended {
-			g.spreadWM[c.from] = min(g.spreadWM[c.from], c.wm)
+		if wm, live := g.ports[c.port].InputWatermark(c.in); live {
+			g.spreadWM[c.from] = min(g.spreadWM[c.from], wm)
 		}
 	}
 	g.spread.observe(g.spreadSub, g.spreadWM)
@@ -109,7 +108,7 @@ func newGate(op Operator, out *Output, ack func(BarrierID), ports []int) *gate {
 			perPort = append(perPort, 0)
 		}
 		g.channels = append(g.channels, channelState{port: p, in: watermarkmgr.InputID(perPort[p]),
-			pt: mtime.MinTimestamp, wm: mtime.MinTimestamp})
+			pt: mtime.MinTimestamp})
 		perPort[p]++
 	}
 	g.ports = make([]*watermarkmgr.Manager, len(perPort))
@@ -148,8 +147,7 @@ func (g *gate) deliver(ctx context.Context, ch int, m Message) error {
 		if err := g.ports[c.port].Advance(c.in, m.Watermark); err != nil {
 			return fmt.Errorf("executor: channel %d: %w", ch, err)
 		}
-		if g.spread != nil && m.Watermark > c.wm {
-			c.wm = m.Watermark
+		if g.spread != nil {
 			g.observeSpread()
 		}
 		return g.advance(ctx, c.port)

@@ -154,6 +154,15 @@ func (m *Manager) Emit() (mtime.Time, bool) {
 // them comes back or ends, so the caller may tell its consumers it is idle.
 func (m *Manager) AllIdle() bool { return m.unended > 0 && m.active == 0 }
 
+// InputWatermark returns input id's last watermark, and false once it has
+// ended or if there is no such input.
+func (m *Manager) InputWatermark(id InputID) (mtime.Time, bool) {
+	if id < 0 || int(id) >= len(m.inputs) || m.inputs[id].ended {
+		return 0, false
+	}
+	return m.inputs[id].wm, true
+}
+
 func (m *Manager) input(id InputID) (*input, error) {
 	if id < 0 || int(id) >= len(m.inputs) {
 		return nil, fmt.Errorf("watermarkmgr: input %d out of range [0, %d)", id, len(m.inputs))

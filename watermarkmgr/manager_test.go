@@ -247,3 +247,22 @@ func TestManager(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { runScript(t, tc.script) })
 	}
 }
+
+func TestInputWatermark(t *testing.T) {
+	m := New(2)
+	if err := m.Advance(1, 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.End(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, live := m.InputWatermark(0); live {
+		t.Error("an ended input reports a watermark")
+	}
+	if wm, live := m.InputWatermark(1); !live || wm != 7 {
+		t.Errorf("input 1: %v, %v; want 7, true", wm, live)
+	}
+	if _, live := m.InputWatermark(2); live {
+		t.Error("an input out of range reports a watermark")
+	}
+}
