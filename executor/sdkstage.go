@@ -160,15 +160,18 @@ func (s *SDKStage) Process(ctx context.Context, port int, elems [][]byte) error 
 		defer s.side.mu.Unlock()
 		return s.sides[port-1].add(elems)
 	}
+	waitable := !s.sidesReady() // decided once per batch, not per element
 	for _, e := range elems {
-		ready, ts, err := s.readyForSides(e)
-		if err != nil {
-			return err
-		}
-		if !ready {
-			s.waiting = append(s.waiting, e)
-			s.waitHold = min(s.waitHold, ts)
-			continue
+		if waitable {
+			ready, ts, err := s.readyForSides(e)
+			if err != nil {
+				return err
+			}
+			if !ready {
+				s.waiting = append(s.waiting, e)
+				s.waitHold = min(s.waitHold, ts)
+				continue
+			}
 		}
 		s.pending = append(s.pending, e)
 		s.bytes += len(e)
