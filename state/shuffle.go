@@ -100,16 +100,9 @@ func (sh *Shuffle) Flush() error {
 	if sh.batch == nil {
 		return nil
 	}
-	if err := sh.store.Err(); err != nil {
-		return err
-	}
-	err := sh.batch.Commit(pebble.NoSync)
-	sh.batch.Close()
+	b := sh.batch
 	sh.batch = nil
-	if err != nil {
-		return fmt.Errorf("state: write shuffle buffer: %w", err)
-	}
-	return nil
+	return sh.store.commit(b, "write shuffle buffer")
 }
 
 // Group is one key's values in one window, as Fire hands them out. Its

@@ -61,7 +61,10 @@ type Store struct {
 	// compaction that could not write, a full disk). Writes check it, so a
 	// store that can no longer persist fails the job rather than stalling
 	// or dropping data.
-	failed atomic.Pointer[error]
+	failed     atomic.Pointer[error]
+	failedOnce sync.Once
+	failedCh   chan struct{} // closed with the first background failure
+	inflight   atomic.Int64  // commits running, stalled ones included
 	// closing guards Close against a concurrent Count.
 	closing sync.RWMutex
 	closed  bool
@@ -80,6 +83,35 @@ func (s *Store) Err() error {
 func (s *Store) fail(err error) {
 	err = fmt.Errorf("state: the store failed in the background: %w", err)
 	s.failed.CompareAndSwap(nil, &err)
+	s.failedOnce.Do(func() { close(s.failedCh) })
+}
+
+// commit commits b and closes it. A store that failed in the background
+// (a flush that cannot write) stalls commits for good once its memtables
+// are full, so commit returns the failure instead of waiting; the stalled
+// commit then closes b whenever it ends. what names the write in errors.
+func (s *Store) commit(b *pebble.Batch, what string) error {
+	if err := s.Err(); err != nil {
+		b.Close()
+		return err
+	}
+	done := make(chan error, 1)
+	s.inflight.Add(1)
+	go func() {
+		defer s.inflight.Add(-1)
+		err := b.Commit(pebble.NoSync)
+		b.Close()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("state: %s: %w", what, err)
+		}
+		return nil
+	case <-s.failedCh:
+		return s.Err()
+	}
 }
 
 // Open opens or creates the store.
@@ -90,7 +122,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref()
-	s := &Store{dir: opts.Dir, fs: opts.FS}
+	s := &Store{dir: opts.Dir, fs: opts.FS, failedCh: make(chan struct{})}
 	s.popts = &pebble.Options{
 		EventListener: &pebble.EventListener{
 			BackgroundError: s.fail,
@@ -127,6 +159,12 @@ func (s *Store) Close() error {
 	s.closing.Lock()
 	defer s.closing.Unlock()
 	s.closed = true
+	if err := s.Err(); err != nil && s.inflight.Load() > 0 {
+		// Pebble panics when closed under a running commit, and a commit
+		// stalled on a failed store never ends: leave the database to the
+		// garbage collector rather than crash the process.
+		return fmt.Errorf("state: close: left open under a commit the failure stalled: %w", err)
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("state: close: %w", err)
 	}

@@ -279,17 +279,11 @@ func (w *TriggerWindows) Flush() error {
 	}
 	b := w.batch
 	w.batch = nil
-	defer b.Close()
 	if b.Empty() {
+		b.Close()
 		return nil
 	}
-	if err := w.store.Err(); err != nil {
-		return err
-	}
-	if err := b.Commit(pebble.NoSync); err != nil {
-		return fmt.Errorf("state: write windows: %w", err)
-	}
-	return nil
+	return w.store.commit(b, "write windows")
 }
 
 func decodeTime(b []byte) mtime.Time {

@@ -68,17 +68,13 @@ func (t *Txn) Commit() error {
 	if t.batch == nil {
 		return errors.New("state: transaction already ended")
 	}
-	defer t.Abort()
 	if t.batch.Empty() {
+		t.Abort()
 		return nil
 	}
-	if err := t.u.store.Err(); err != nil {
-		return err
-	}
-	if err := t.batch.Commit(pebble.NoSync); err != nil {
-		return fmt.Errorf("state: commit user state: %w", err)
-	}
-	return nil
+	b := t.batch
+	t.batch = nil
+	return t.u.store.commit(b, "commit user state")
 }
 
 // Abort discards the transaction's writes.
@@ -343,7 +339,11 @@ func (u *UserState) Collect(wm mtime.Time) (int, error) {
 		return 0, fmt.Errorf("state: collect user state: %w", err)
 	}
 	b := u.db.NewBatch()
-	defer b.Close()
+	defer func() {
+		if b != nil {
+			b.Close()
+		}
+	}()
 	n := 0
 	for valid := it.First(); valid; valid = it.Next() {
 		k := it.Key()[len(lo)+8:]
@@ -370,8 +370,10 @@ func (u *UserState) Collect(wm mtime.Time) (int, error) {
 	if err := b.DeleteRange(lo, hi, nil); err != nil {
 		return n, err
 	}
-	if err := b.Commit(pebble.NoSync); err != nil {
-		return n, fmt.Errorf("state: collect user state: %w", err)
+	c := b
+	b = nil // commit closes it
+	if err := u.store.commit(c, "collect user state"); err != nil {
+		return n, err
 	}
 	return n, nil
 }
