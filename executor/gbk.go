@@ -110,9 +110,10 @@ func (g *GroupByKey) Process(_ context.Context, _ int, elems [][]byte) error {
 			}
 		}
 	}
-	if err := g.Buf.Flush(); err != nil {
-		return fmt.Errorf("group by key %s: %w", g.Name, err)
-	}
+	// The buffer is not flushed here: it commits itself every few
+	// megabytes, sorted (state.Shuffle), and Fire and Barrier flush it
+	// before they read or snapshot. Committing each small input batch
+	// would insert its keys into the memtable one search at a time.
 	if g.Late != nil && g.Dropped > dropped {
 		if err := g.Late.Flush(); err != nil {
 			return fmt.Errorf("group by key %s: %w", g.Name, err)

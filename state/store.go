@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -144,8 +145,22 @@ func Open(opts Options) (*Store, error) {
 		// State is rebuilt from the last checkpoint after a crash, so the
 		// write-ahead log buys nothing until checkpoints use it.
 		DisableWAL: true,
+		// A shuffle's files are written once by a flush and read once when
+		// its windows fire; compacting them before that rewrites data about
+		// to be deleted (a fifth of the runner's CPU on a 1M-key combine).
+		// Let more of them wait in L0, at the price of merging more files
+		// when reading.
+		L0CompactionThreshold: 16,
+		L0StopWritesThreshold: 48,
 	}
 	s.popts.EnsureDefaults()
+	// Most of what the store holds is shuffle data, read once and deleted
+	// soon after; compressing it costs CPU it never pays back, and the
+	// rest (user state, trigger windows) lives no longer than its job.
+	// Checkpoints are written separately (export.go).
+	for i := range s.popts.Levels {
+		s.popts.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+	}
 	db, err := pebble.Open(opts.Dir, s.popts)
 	if err != nil {
 		return nil, fmt.Errorf("state: open %s: %w", opts.Dir, err)
