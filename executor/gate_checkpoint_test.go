@@ -75,6 +75,15 @@ func runGate(t *testing.T, l *ckptLog, events []gateEvent) {
 		if err != nil {
 			t.Fatalf("event %d: %v", i, err)
 		}
+		for {
+			ok, err := g.deliverQueued(ctx)
+			if err != nil {
+				t.Fatalf("event %d: %v", i, err)
+			}
+			if !ok {
+				break
+			}
+		}
 	}
 }
 
