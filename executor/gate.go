@@ -61,10 +61,10 @@ type gate struct {
 	finished bool
 	rr       int // the channel deliverQueued looks at first
 
-	// pull takes the next message of the subtask's data lane without
-	// waiting (inbox.pull); an unaligned barrier uses it to take the data
-	// it overtakes.
-	pull func() (envelope, bool)
+	// scan reads the messages of the subtask's data lane not yet taken,
+	// in order, without taking them (inbox.scan); an unaligned barrier
+	// records the data it overtakes from there.
+	scan func(func(envelope) bool)
 
 	pending BarrierID // barrier being aligned; 0 when none
 	// last is the newest barrier completed or abandoned here: barriers up
@@ -442,11 +442,10 @@ func (g *gate) goUnaligned(ctx context.Context) error {
 // overtake records, for every channel whose barrier came but has not taken
 // effect, the data before the barrier that is not delivered yet as
 // in-flight data, in the channel's order: what the gate holds queued, then
-// what is still in the data lane, which it takes out (pull) and queues.
-// Everything before the barrier is in the lane already (see inbox), so
-// this does not wait. The data is delivered afterwards as usual.
+// what is still in the data lane, copied where it lies (scan). Everything
+// before the barrier is in the lane already (see inbox), so this does not
+// wait, and the data is then delivered as usual, not recorded again.
 func (g *gate) overtake(ctx context.Context) error {
-	var later []envelope // in-band barriers met in the lane
 	for i := range g.channels {
 		c := &g.channels[i]
 		if !c.announced || c.got {
@@ -457,37 +456,24 @@ func (g *gate) overtake(ctx context.Context) error {
 				g.flight.add(i, c.port, m.Elems)
 			}
 		}
-		for c.taken < c.pos {
-			var env envelope
-			ok := g.pull != nil
-			if ok {
-				env, ok = g.pull()
-			}
-			if !ok {
-				return fmt.Errorf("executor: channel %d: barrier %d after message %d, but only %d are in the inbox",
-					i, g.pending, c.pos, c.taken)
-			}
-			if env.ch < 0 || env.ch >= len(g.channels) {
-				return fmt.Errorf("executor: message on unknown channel %d", env.ch)
-			}
-			d := &g.channels[env.ch]
-			if env.msg.Kind == KindBarrier {
-				env.msg.pos = d.taken
-				later = append(later, env)
-				continue
-			}
-			d.taken++
-			d.queue = append(d.queue, env.msg)
-			if env.ch == i && env.msg.Kind == KindData {
-				g.flight.add(i, c.port, env.msg.Elems)
-			}
+		seq := c.taken
+		if seq < c.pos && g.scan != nil {
+			g.scan(func(env envelope) bool {
+				if env.ch != i || env.msg.Kind == KindBarrier {
+					return true
+				}
+				if env.msg.Kind == KindData {
+					g.flight.add(i, c.port, env.msg.Elems)
+				}
+				seq++
+				return seq < c.pos
+			})
+		}
+		if seq < c.pos {
+			return fmt.Errorf("executor: channel %d: barrier %d after message %d, but only %d arrived",
+				i, g.pending, c.pos, seq)
 		}
 		c.got, c.blocked = true, false
-	}
-	for _, env := range later {
-		if err := g.control(ctx, env); err != nil {
-			return err
-		}
 	}
 	return g.maybeAligned(ctx)
 }

@@ -222,7 +222,9 @@ func (l *laneOp) Watermark(_ context.Context, port int, wm mtime.Time) error {
 // lane), "prio" only handles what waits on the priority lane, "timeout"
 // passes the aligned timeout. Snapshots are marked in the log as
 // "barrier1 snapshot1"; the record of each completed checkpoint lists its
-// in-flight data. Channel 0 feeds port 0, channel 1 port 1.
+// in-flight data. Channel 0 feeds port 0, channel 1 port 1. The data is
+// processed in the order it was sent whatever the barriers do: they
+// overtake it in the checkpoint, not in processing.
 func TestBarrierOvertakesQueuedInput(t *testing.T) {
 	queued := []string{"0:d1", "0:d2", "1:e1", "0:d3", "0:w5", "0:d4", "1:e2", "0:d5"}
 	script := func(extra ...string) []string {
@@ -238,7 +240,7 @@ func TestBarrierOvertakesQueuedInput(t *testing.T) {
 	}{
 		{"unaligned: the barrier is snapshotted before any queued batch is processed, and they are in-flight data in order", 0,
 			append(script(), "prio"),
-			[]string{"barrier1", "snapshot1", "|", "d1", "e1", "d2", "e2", "d3", "wm0:5", "d4", "d5", "after", "e3"},
+			[]string{"barrier1", "snapshot1", "|", "d1", "d2", "e1", "d3", "wm0:5", "d4", "e2", "d5", "after", "e3"},
 			[]string{"1 true [0:d1 0:d2 0:d3 0:d4 0:d5 1:e1 1:e2]"}},
 		{"aligned: the barrier waits for every batch queued before it", -1,
 			append(script(), "prio"),
@@ -247,7 +249,7 @@ func TestBarrierOvertakesQueuedInput(t *testing.T) {
 		{"aligned timeout: what was processed before the switch is in the snapshot, the rest is in flight", 5 * time.Second,
 			// The first step takes channel 1's barrier, the next two d1, d2.
 			append(script(), "prio", "step", "step", "step", "timeout"),
-			[]string{"d1", "d2", "barrier1", "snapshot1", "|", "d3", "e1", "wm0:5", "e2", "d4", "d5", "after", "e3"},
+			[]string{"d1", "d2", "barrier1", "snapshot1", "|", "e1", "d3", "wm0:5", "d4", "e2", "d5", "after", "e3"},
 			[]string{"1 true [0:d3 0:d4 0:d5 1:e1 1:e2]"}},
 		{"unaligned: a barrier behind data that arrives after the snapshot takes what it overtook too", 0,
 			[]string{"0:d1", "0:b1", "prio", "1:e1", "1:e2", "1:b1", "1:e3", "prio"},
@@ -255,7 +257,7 @@ func TestBarrierOvertakesQueuedInput(t *testing.T) {
 			[]string{"1 true [0:d1 1:e1 1:e2]"}},
 		{"unaligned: the next checkpoint's barrier waits behind the pending one and overtakes the rest", 0,
 			[]string{"0:d1", "0:b1", "0:d2", "0:b2", "0:d3", "prio", "prio", "1:e1", "1:b1", "1:e2", "1:b2", "prio", "prio"},
-			[]string{"barrier1", "snapshot1", "barrier2", "snapshot2", "|", "d1", "e1", "d2", "e2", "d3"},
+			[]string{"barrier1", "snapshot1", "barrier2", "snapshot2", "|", "d1", "d2", "d3", "e1", "e2"},
 			[]string{"1 true [0:d1 1:e1]", "2 true [0:d1 0:d2 1:e1 1:e2]"}},
 	}
 	for _, tt := range tests {
@@ -266,20 +268,17 @@ func TestBarrierOvertakesQueuedInput(t *testing.T) {
 				l.switchAt, l.canSw = gateT0.Add(tt.switchAt), true
 			}
 			now := gateT0
-			in := &inbox{data: make(chan envelope, 64), prio: make(chan envelope, 8)}
+			in := &inbox{data: newLane(64), prio: make(chan envelope, 8)}
 			g := newGate(l, &Output{}, func(BarrierID) {}, []int{0, 1})
-			g.cp, g.node, g.sub, g.now, g.pull = l, 3, 1, func() time.Time { return now }, in.pull
+			g.cp, g.node, g.sub, g.now, g.scan = l, 3, 1, func() time.Time { return now }, in.scan
 			edges := []*edgeOut{
-				{to: []chan envelope{in.data}, prio: []chan envelope{in.prio}, chIdx: []int{0}},
-				{to: []chan envelope{in.data}, prio: []chan envelope{in.prio}, chIdx: []int{1}},
+				{lanes: []*lane{in.data}, prio: []chan envelope{in.prio}, chIdx: []int{0}},
+				{lanes: []*lane{in.data}, prio: []chan envelope{in.prio}, chIdx: []int{1}},
 			}
 			step := func() bool {
 				ok, err := in.pump(ctx, g)
 				if !ok && err == nil {
-					var env envelope
-					if env, ok = in.pull(); ok {
-						err = in.take(ctx, g, env)
-					}
+					ok, err = in.next(ctx, g)
 				}
 				if err != nil {
 					t.Fatal(err)

@@ -193,7 +193,7 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 	gt := newGate(op, st.out, ack, st.ports)
 	gt.watchSpread(st.spread, st.index, st.from)
 	gt.cp, gt.node, gt.sub, gt.now = g.Checkpoints, st.node, st.index, g.Now
-	gt.pull = st.in.pull
+	gt.scan = st.in.scan
 	gt.inputsEnded = func(last BarrierID) {
 		inj.last = last
 		inj.watermarks = gt.inputWatermarks(nil) // at the end of time now
@@ -228,15 +228,34 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 			align = resetTimer(align, at)
 			aligned = align.C
 		}
+		// Timers that are due come before more data; then the data lane;
+		// then wait for any of them.
+		var ready <-chan struct{}
+		select {
+		case now := <-wake:
+			if err := waker.Wake(ctx, now); err != nil {
+				return err
+			}
+			continue
+		case <-aligned:
+			if err := gt.alignTimeout(ctx, g.Now()); err != nil {
+				return err
+			}
+			continue
+		default:
+			if ok, err := st.in.next(ctx, gt); err != nil {
+				return err
+			} else if ok {
+				continue
+			}
+			ready = st.in.data.ready
+		}
 		select {
 		case env := <-st.in.prio:
 			if err := gt.control(ctx, env); err != nil {
 				return err
 			}
-		case env := <-st.in.data:
-			if err := st.in.take(ctx, gt, env); err != nil {
-				return err
-			}
+		case <-ready:
 		case now := <-wake:
 			if err := waker.Wake(ctx, now); err != nil {
 				return err
@@ -283,7 +302,7 @@ func (g *Graph) wire() ([][]*subtask, error) {
 		for j := range n.Parallelism {
 			ports := make([][]*edgeOut, n.Outputs)
 			subs[i] = append(subs[i], &subtask{node: i, index: j, inject: make(chan BarrierID, 4), done: make(chan struct{}),
-				in: &inbox{data: make(chan envelope, size), prio: make(chan envelope, 2*channels+1)}, out: &Output{ports: ports, arrivals: n.Arrivals}})
+				in: &inbox{data: newLane(size), prio: make(chan envelope, 2*channels+1)}, out: &Output{ports: ports, arrivals: n.Arrivals}})
 		}
 	}
 	for i, n := range g.Nodes {
@@ -300,7 +319,7 @@ func (g *Graph) wire() ([][]*subtask, error) {
 			for _, p := range subs[in.From] {
 				e := &edgeOut{part: in.Partition, key: in.Key, name: g.Nodes[in.From].Name + "->" + n.Name}
 				for _, c := range subs[i] {
-					e.to = append(e.to, c.in.data)
+					e.lanes = append(e.lanes, c.in.data)
 					e.prio = append(e.prio, c.in.prio)
 					e.chIdx = append(e.chIdx, len(c.ports))
 					c.ports = append(c.ports, in.Port)

@@ -40,8 +40,9 @@ func subtaskFor(group, parallelism int) int { return group * parallelism / KeyGr
 type edgeOut struct {
 	part  Partition
 	key   KeyFunc
-	to    []chan envelope // consumer subtasks' data lanes
-	prio  []chan envelope // their priority lanes, for barriers
+	lanes []*lane         // consumer subtasks' data lanes
+	to    []chan envelope // instead of lanes, in tests of operators
+	prio  []chan envelope // consumers' priority lanes, for barriers
 	chIdx []int           // this producer's channel index at each consumer
 	sent  []uint64        // in-band messages sent to each consumer
 	next  int             // round-robin cursor
@@ -82,26 +83,26 @@ func (o *Output) Emit(ctx context.Context, port int, elems [][]byte) error {
 func (o *Output) emitEdge(ctx context.Context, e *edgeOut, elems [][]byte) error {
 	switch e.part {
 	case Broadcast:
-		for i := range e.to {
+		for i := range e.consumers() {
 			if err := e.send(ctx, i, Message{Kind: KindData, Elems: elems}); err != nil {
 				return err
 			}
 		}
 		return nil
 	case Hash:
-		if len(e.to) == 1 {
+		if e.consumers() == 1 {
 			return e.send(ctx, 0, Message{Kind: KindData, Elems: elems})
 		}
-		if cap(o.buckets) < len(e.to) {
-			o.buckets = make([][][]byte, len(e.to))
+		if cap(o.buckets) < e.consumers() {
+			o.buckets = make([][][]byte, e.consumers())
 		}
-		b := o.buckets[:len(e.to)]
+		b := o.buckets[:e.consumers()]
 		for _, el := range elems {
 			k, err := e.key(el)
 			if err != nil {
 				return fmt.Errorf("executor: edge %s: %w", e.name, err)
 			}
-			i := subtaskFor(KeyGroup(k), len(e.to))
+			i := subtaskFor(KeyGroup(k), e.consumers())
 			b[i] = append(b[i], el)
 		}
 		for i := range b {
@@ -114,7 +115,7 @@ func (o *Output) emitEdge(ctx context.Context, e *edgeOut, elems [][]byte) error
 		}
 		return nil
 	default:
-		i := e.next % len(e.to)
+		i := e.next % e.consumers()
 		e.next++
 		return e.send(ctx, i, Message{Kind: KindData, Elems: elems})
 	}
@@ -136,7 +137,7 @@ func (o *Output) ProcessingTime(ctx context.Context, t mtime.Time) error {
 func (o *Output) barrier(ctx context.Context, id BarrierID) error {
 	for _, port := range o.ports {
 		for _, e := range port {
-			for i := range e.to {
+			for i := range e.consumers() {
 				if err := e.sendBarrier(ctx, i, id); err != nil {
 					return err
 				}
@@ -153,7 +154,7 @@ func (o *Output) end(ctx context.Context) error {
 func (o *Output) broadcast(ctx context.Context, m Message) error {
 	for _, port := range o.ports {
 		for _, e := range port {
-			for i := range e.to {
+			for i := range e.consumers() {
 				if err := e.send(ctx, i, m); err != nil {
 					return err
 				}
