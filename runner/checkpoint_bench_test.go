@@ -24,6 +24,7 @@ var (
 	ckBench       = flag.Bool("ckbench", false, "run the checkpoint backpressure benchmark (make bench-checkpoint)")
 	ckBenchDepths = flag.String("ckbench_depths", "4,16,64,128", "inbox sizes (messages) to run, comma-separated")
 	ckBenchN      = flag.Int("ckbench_checkpoints", 10, "completed checkpoints to measure per run")
+	ckBenchModes  = flag.String("ckbench_modes", "aligned,unaligned,aligned-timeout", "checkpoint modes to run, comma-separated")
 	ckBenchRows   = flag.Bool("ckbench_rows", false, "log every checkpoint's statistics")
 	ckBenchDelay  = flag.Duration("ckbench_batch_delay", 4*time.Millisecond, "time the slow stage spends on each batch")
 )
@@ -220,7 +221,7 @@ func TestCheckpointBackpressureBench(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "| mode | inbox (batches) | backlog (elements / bytes) | backlog drain time | checkpoints | duration median | duration max | in-flight bytes (median) | checkpoint size (median) |\n")
 	fmt.Fprintf(&b, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-	for _, mode := range []string{"aligned", "unaligned", "aligned-timeout"} {
+	for _, mode := range strings.Split(*ckBenchModes, ",") {
 		for _, d := range depths {
 			r := runCkBench(t, mode, d, *ckBenchN)
 			name := mode
