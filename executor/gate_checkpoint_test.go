@@ -259,6 +259,18 @@ func TestBarrierOvertakesQueuedInput(t *testing.T) {
 			[]string{"0:d1", "0:b1", "0:d2", "0:b2", "0:d3", "prio", "prio", "1:e1", "1:b1", "1:e2", "1:b2", "prio", "prio"},
 			[]string{"barrier1", "snapshot1", "barrier2", "snapshot2", "|", "d1", "d2", "d3", "e1", "e2"},
 			[]string{"1 true [0:d1 1:e1]", "2 true [0:d1 0:d2 1:e1 1:e2]"}},
+		{"aligned: the next checkpoint's barrier waits behind the pending one, and data behind it waits too", -1,
+			[]string{"0:d1", "0:b1", "0:d2", "0:b2", "0:d3", "prio", "prio", "step", "step", "step",
+				"1:e1", "1:b1", "1:e2", "1:b2", "prio", "prio"},
+			// d2 waits for checkpoint 1, d3 for checkpoint 2.
+			[]string{"d1", "|", "e1", "barrier1", "snapshot1", "d2", "e2", "barrier2", "snapshot2", "d3"},
+			[]string{"1 false []", "2 false []"}},
+		{"a barrier on a channel that skipped the pending one abandons it", 0,
+			[]string{"0:d1", "0:b1", "prio", "1:e1", "1:b2", "0:d2", "0:b2", "prio", "prio"},
+			// Checkpoint 1 expired upstream of channel 1: barrier 2 there
+			// abandons it; its in-flight data is dropped with it.
+			[]string{"barrier1", "snapshot1", "barrier2", "snapshot2", "|", "d1", "e1", "d2"},
+			[]string{"2 true [1:e1 0:d1 0:d2]"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
