@@ -33,7 +33,8 @@ type channelState struct {
 	// barrier until every channel has delivered it (aligned only).
 	blocked bool
 	// queue holds messages taken but not yet delivered: held back while
-	// blocked, or taken early by an unaligned barrier that overtook them.
+	// blocked, or behind a deferred barrier, or behind such messages.
+	// (Data an unaligned barrier overtakes stays in the data lane.)
 	queue []Message
 	// deferred are barriers of later checkpoints that came behind the
 	// pending one (priority lane messages, with their positions); they
