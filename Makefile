@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin
 
-.PHONY: all build run test vet fmt vr vr-prism bench bench-backfill
+.PHONY: all build run test vet fmt vr vr-prism bench bench-backfill bench-checkpoint
 
 all: build
 
@@ -45,3 +45,9 @@ bench:
 # prints the peak window state of each run (see docs/kafka.md).
 bench-backfill:
 	$(GO) test ./runner -run TestBackfillBench -count=1 -v -timeout 30m -args -backfill
+
+# Checkpoint duration against queue depth behind a deliberately slow stage,
+# aligned, unaligned and aligned-timeout: prints the table of
+# docs/benchmarks.md (Checkpoints under backpressure).
+bench-checkpoint:
+	$(GO) test ./runner -run TestCheckpointBackpressureBench -count=1 -v -timeout 30m -args -ckbench

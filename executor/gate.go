@@ -18,11 +18,34 @@ type channelState struct {
 	from  int                  // index of its producer in gate.spreadWM
 	pt    mtime.Time           // synthetic processing time
 	ended bool
-	got   bool // delivered the pending barrier
+	// taken and delivered count the channel's in-band messages (barriers
+	// aside): taken from the data lane, and handed to the operator. The
+	// ones in between are in queue.
+	taken, delivered uint64
+	// announced says the pending barrier came on the priority lane, pos
+	// messages into the channel's stream; got, that it took effect here
+	// (aligned: everything before it was delivered; unaligned: everything
+	// before it is recorded as in-flight data).
+	announced bool
+	pos       uint64
+	got       bool
 	// blocked holds back what the channel delivers after the pending
 	// barrier until every channel has delivered it (aligned only).
 	blocked bool
-	queue   []Message // messages held back while blocked
+	// queue holds messages taken but not yet delivered: held back while
+	// blocked, or behind a deferred barrier, or behind such messages.
+	// (Data an unaligned barrier overtakes stays in the data lane.)
+	queue []Message
+	// deferred are barriers of later checkpoints that came behind the
+	// pending one (priority lane messages, with their positions); they
+	// are announced once it completes, and the channel delivers nothing
+	// past the first of them meanwhile.
+	deferred []Message
+}
+
+// held says the channel may not deliver its next message now.
+func (c *channelState) held() bool {
+	return c.blocked || len(c.deferred) > 0 && c.delivered == c.deferred[0].pos
 }
 
 // gate turns a subtask's incoming envelopes into operator calls: per-port
@@ -37,6 +60,12 @@ type gate struct {
 	procTime mtime.Time              // minimum synthetic processing time delivered
 	live     int                     // channels not ended
 	finished bool
+	rr       int // the channel deliverQueued looks at first
+
+	// scan reads the messages of the subtask's data lane not yet taken,
+	// in order, without taking them (inbox.scan); an unaligned barrier
+	// records the data it overtakes from there.
+	scan func(func(envelope) bool)
 
 	pending BarrierID // barrier being aligned; 0 when none
 	// last is the newest barrier completed or abandoned here: barriers up
@@ -120,20 +149,75 @@ func newGate(op Operator, out *Output, ack func(BarrierID), ports []int) *gate {
 	return g
 }
 
-// handle processes one envelope, and any messages it releases.
+// handle takes one message of the data lane: it is delivered at once,
+// or queued behind what the channel already has queued or while the
+// channel is held back. A barrier in the data lane (an edge without a
+// priority lane) is announced at its own place.
 func (g *gate) handle(ctx context.Context, env envelope) error {
 	if env.ch < 0 || env.ch >= len(g.channels) {
 		return fmt.Errorf("executor: message on unknown channel %d", env.ch)
 	}
 	c := &g.channels[env.ch]
-	if c.blocked {
+	if env.msg.Kind == KindBarrier {
+		m := env.msg
+		m.pos = c.taken
+		return g.control(ctx, envelope{env.ch, m})
+	}
+	c.taken++
+	if c.held() || len(c.queue) > 0 {
 		c.queue = append(c.queue, env.msg)
 		return nil
 	}
 	return g.deliver(ctx, env.ch, env.msg)
 }
 
+// control handles a message of the priority lane. New control kinds go
+// here; they must not be data of any channel's stream.
+func (g *gate) control(ctx context.Context, env envelope) error {
+	if env.ch < 0 || env.ch >= len(g.channels) {
+		return fmt.Errorf("executor: control message on unknown channel %d", env.ch)
+	}
+	switch env.msg.Kind {
+	case KindBarrier:
+		return g.announce(ctx, env.ch, env.msg.Barrier, env.msg.pos)
+	default:
+		return fmt.Errorf("executor: channel %d: message of kind %d on the priority lane", env.ch, env.msg.Kind)
+	}
+}
+
+// deliverQueued delivers one message a channel holds queued and is free to
+// deliver, taking channels in turn; it reports whether there was one.
+func (g *gate) deliverQueued(ctx context.Context) (bool, error) {
+	for k := range g.channels {
+		i := (g.rr + k) % len(g.channels)
+		c := &g.channels[i]
+		if c.held() || len(c.queue) == 0 {
+			continue
+		}
+		m := c.queue[0]
+		c.queue[0] = Message{}
+		c.queue = c.queue[1:]
+		g.rr = i + 1
+		return true, g.deliver(ctx, i, m)
+	}
+	return false, nil
+}
+
+// deliver hands one in-band message to the operator; a pending barrier
+// whose place in the channel is right after it then takes effect.
 func (g *gate) deliver(ctx context.Context, ch int, m Message) error {
+	if err := g.process(ctx, ch, m); err != nil {
+		return err
+	}
+	c := &g.channels[ch]
+	c.delivered++
+	if c.announced && !c.got && c.delivered == c.pos {
+		return g.reach(ctx, ch)
+	}
+	return nil
+}
+
+func (g *gate) process(ctx context.Context, ch int, m Message) error {
 	c := &g.channels[ch]
 	switch m.Kind {
 	case KindData:
@@ -157,8 +241,6 @@ func (g *gate) deliver(ctx context.Context, ch int, m Message) error {
 			return g.advanceProcTime(ctx)
 		}
 		return nil
-	case KindBarrier:
-		return g.barrier(ctx, ch, m.Barrier)
 	case KindEnd:
 		if c.ended {
 			return fmt.Errorf("executor: channel %d ended twice", ch)
@@ -181,8 +263,10 @@ func (g *gate) deliver(ctx context.Context, ch int, m Message) error {
 			g.finished = true
 			return g.op.Finish(ctx)
 		}
+		return nil
+	default:
+		return fmt.Errorf("executor: channel %d: message of kind %d in the data lane", ch, m.Kind)
 	}
-	return nil
 }
 
 // advance tells the operator of a port's new watermark, if it moved. The
@@ -215,26 +299,78 @@ func (g *gate) advanceProcTime(ctx context.Context) error {
 	return g.out.ProcessingTime(ctx, pt)
 }
 
-func (g *gate) barrier(ctx context.Context, ch int, id BarrierID) error {
+// announce handles a barrier of channel ch, pos messages into the
+// channel's stream. Aligned, it takes effect once everything before it was
+// delivered (reach); unaligned, at once (overtake).
+func (g *gate) announce(ctx context.Context, ch int, id BarrierID, pos uint64) error {
 	if id <= g.last || (g.pending != 0 && id < g.pending) {
 		// A checkpoint that is over (expired, or abandoned here for a
 		// newer one): only one is in flight, so the newer one supersedes it.
 		return nil
 	}
+	c := &g.channels[ch]
+	abandoned := false
 	if g.pending != 0 && id > g.pending {
+		if c.announced {
+			// Behind the pending barrier in this channel: it waits its turn.
+			c.deferred = append(c.deferred, Message{Kind: KindBarrier, Barrier: id, pos: pos})
+			return nil
+		}
 		// The pending checkpoint expired upstream before every channel
 		// brought its barrier: drop it and release what it held back.
 		g.abandon()
+		abandoned = true
 	}
 	if g.pending == 0 {
 		g.start(id)
 	}
+	if c.announced {
+		return fmt.Errorf("executor: channel %d: barrier %d twice", ch, id)
+	}
+	if pos < c.delivered {
+		return fmt.Errorf("executor: channel %d: barrier %d after message %d, but %d were delivered before it", ch, id, pos, c.delivered)
+	}
+	c.announced, c.pos = true, pos
+	var err error
+	switch {
+	case !g.unaligned && g.canSwitch && !g.now().Before(g.switchAt):
+		err = g.goUnaligned(ctx)
+	case g.unaligned:
+		err = g.overtake(ctx)
+	case c.delivered == pos:
+		err = g.reach(ctx, ch)
+	default:
+		// aligned: it waits for the data ahead of it
+	}
+	if err != nil || !abandoned {
+		return err
+	}
+	return g.announceDeferred(ctx) // the abandoned one held them back
+}
+
+// announceDeferred announces the barriers that waited behind one that is
+// over, in each channel's order.
+func (g *gate) announceDeferred(ctx context.Context) error {
+	for i := range g.channels {
+		c := &g.channels[i]
+		for len(c.deferred) > 0 && !c.announced {
+			m := c.deferred[0]
+			c.deferred = c.deferred[1:]
+			if err := g.announce(ctx, i, m.Barrier, m.pos); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// reach takes an aligned barrier into effect on channel ch: everything
+// before it was delivered, so what follows is held back until the other
+// channels' barriers take effect too.
+func (g *gate) reach(ctx context.Context, ch int) error {
 	c := &g.channels[ch]
 	c.got = true
 	c.blocked = !g.unaligned
-	if err := g.release(ctx); err != nil { // only after an abandon is anything queued
-		return err
-	}
 	if !g.unaligned && g.canSwitch && !g.now().Before(g.switchAt) {
 		return g.goUnaligned(ctx)
 	}
@@ -251,8 +387,15 @@ func (g *gate) start(id BarrierID) {
 
 func (g *gate) abandon() {
 	g.last, g.pending, g.unaligned, g.flight = g.pending, 0, false, inFlight{}
+	g.clearBarrier()
+}
+
+// clearBarrier forgets the pending barrier on every channel and lets them
+// all deliver again.
+func (g *gate) clearBarrier() {
 	for i := range g.channels {
-		g.channels[i].got, g.channels[i].blocked = false, false
+		c := &g.channels[i]
+		c.got, c.blocked, c.announced, c.pos = false, false, false, 0
 	}
 }
 
@@ -282,9 +425,10 @@ func (g *gate) alignTimeout(ctx context.Context, now time.Time) error {
 }
 
 // goUnaligned snapshots and forwards the pending barrier before every
-// channel has delivered it. What the channels still without it deliver
-// until their barrier is processed as usual and also recorded as in-flight
-// data, since the snapshot does not include it.
+// channel has delivered it. The data queued before the barriers that came
+// already is in-flight data (overtake); what the channels whose barrier has
+// not come yet deliver until it comes is processed as usual and also
+// recorded as in-flight data, since the snapshot does not include it.
 func (g *gate) goUnaligned(ctx context.Context) error {
 	g.unaligned = true
 	if err := g.snapshot(ctx); err != nil {
@@ -293,8 +437,44 @@ func (g *gate) goUnaligned(ctx context.Context) error {
 	for i := range g.channels {
 		g.channels[i].blocked = false
 	}
-	if err := g.release(ctx); err != nil {
-		return err
+	return g.overtake(ctx)
+}
+
+// overtake records, for every channel whose barrier came but has not taken
+// effect, the data before the barrier that is not delivered yet as
+// in-flight data, in the channel's order: what the gate holds queued, then
+// what is still in the data lane, copied where it lies (scan). Everything
+// before the barrier is in the lane already (see inbox), so this does not
+// wait, and the data is then delivered as usual, not recorded again.
+func (g *gate) overtake(ctx context.Context) error {
+	for i := range g.channels {
+		c := &g.channels[i]
+		if !c.announced || c.got {
+			continue
+		}
+		for _, m := range c.queue[:min(c.pos, c.taken)-c.delivered] {
+			if m.Kind == KindData {
+				g.flight.add(i, c.port, m.Elems)
+			}
+		}
+		seq := c.taken
+		if seq < c.pos && g.scan != nil {
+			g.scan(func(env envelope) bool {
+				if env.ch != i || env.msg.Kind == KindBarrier {
+					return true
+				}
+				if env.msg.Kind == KindData {
+					g.flight.add(i, c.port, env.msg.Elems)
+				}
+				seq++
+				return seq < c.pos
+			})
+		}
+		if seq < c.pos {
+			return fmt.Errorf("executor: channel %d: barrier %d after message %d, but only %d arrived",
+				i, g.pending, c.pos, seq)
+		}
+		c.got, c.blocked = true, false
 	}
 	return g.maybeAligned(ctx)
 }
@@ -352,23 +532,7 @@ func (g *gate) maybeAligned(ctx context.Context) error {
 	if g.cp != nil {
 		g.cp.Done(rec)
 	}
-	for i := range g.channels {
-		g.channels[i].got, g.channels[i].blocked = false, false
-	}
-	return g.release(ctx)
-}
-
-// release delivers the messages channels held back, in order, until a
-// channel is blocked again.
-func (g *gate) release(ctx context.Context) error {
-	for i := range g.channels {
-		for len(g.channels[i].queue) > 0 && !g.channels[i].blocked {
-			m := g.channels[i].queue[0]
-			g.channels[i].queue = g.channels[i].queue[1:]
-			if err := g.deliver(ctx, i, m); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	g.clearBarrier()
+	// What the channels held back is delivered by deliverQueued.
+	return g.announceDeferred(ctx)
 }

@@ -66,7 +66,7 @@ type Graph struct {
 
 type subtask struct {
 	node, index int
-	inbox       chan envelope
+	in          *inbox
 	ports       []int // port of each input channel
 	from        []int // producing node of each input channel
 	spread      *spreadWatch
@@ -193,6 +193,7 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 	gt := newGate(op, st.out, ack, st.ports)
 	gt.watchSpread(st.spread, st.index, st.from)
 	gt.cp, gt.node, gt.sub, gt.now = g.Checkpoints, st.node, st.index, g.Now
+	gt.scan = st.in.scan
 	gt.inputsEnded = func(last BarrierID) {
 		inj.last = last
 		inj.watermarks = gt.inputWatermarks(nil) // at the end of time now
@@ -209,6 +210,13 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 		}
 	}()
 	for !gt.finished {
+		// Control messages first, then what the gate holds ready; then
+		// wait for the data lane, a control message or a timer.
+		if ok, err := st.in.pump(ctx, gt); err != nil {
+			return err
+		} else if ok {
+			continue
+		}
 		var wake, aligned <-chan time.Time
 		if waker != nil {
 			if at, ok := waker.NextWake(); ok {
@@ -220,11 +228,34 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 			align = resetTimer(align, at)
 			aligned = align.C
 		}
+		// Timers that are due come before more data; then the data lane;
+		// then wait for any of them.
+		var ready <-chan struct{}
 		select {
-		case env := <-st.inbox:
-			if err := gt.handle(ctx, env); err != nil {
+		case now := <-wake:
+			if err := waker.Wake(ctx, now); err != nil {
 				return err
 			}
+			continue
+		case <-aligned:
+			if err := gt.alignTimeout(ctx, g.Now()); err != nil {
+				return err
+			}
+			continue
+		default:
+			if ok, err := st.in.next(ctx, gt); err != nil {
+				return err
+			} else if ok {
+				continue
+			}
+			ready = st.in.data.ready
+		}
+		select {
+		case env := <-st.in.prio:
+			if err := gt.control(ctx, env); err != nil {
+				return err
+			}
+		case <-ready:
 		case now := <-wake:
 			if err := waker.Wake(ctx, now); err != nil {
 				return err
@@ -260,10 +291,18 @@ func (g *Graph) wire() ([][]*subtask, error) {
 		if n.Parallelism < 1 {
 			return nil, fmt.Errorf("executor: node %s has parallelism %d", n.Name, n.Parallelism)
 		}
+		// A priority lane holds a barrier of every input channel twice
+		// over (a stale one and the next), so producers never wait on it.
+		channels := 0
+		for _, in := range n.Inputs {
+			if in.From >= 0 && in.From < len(g.Nodes) {
+				channels += g.Nodes[in.From].Parallelism
+			}
+		}
 		for j := range n.Parallelism {
 			ports := make([][]*edgeOut, n.Outputs)
 			subs[i] = append(subs[i], &subtask{node: i, index: j, inject: make(chan BarrierID, 4), done: make(chan struct{}),
-				inbox: make(chan envelope, size), out: &Output{ports: ports, arrivals: n.Arrivals}})
+				in: &inbox{data: newLane(size), prio: make(chan envelope, 2*channels+1)}, out: &Output{ports: ports, arrivals: n.Arrivals}})
 		}
 	}
 	for i, n := range g.Nodes {
@@ -280,7 +319,8 @@ func (g *Graph) wire() ([][]*subtask, error) {
 			for _, p := range subs[in.From] {
 				e := &edgeOut{part: in.Partition, key: in.Key, name: g.Nodes[in.From].Name + "->" + n.Name}
 				for _, c := range subs[i] {
-					e.to = append(e.to, c.inbox)
+					e.lanes = append(e.lanes, c.in.data)
+					e.prio = append(e.prio, c.in.prio)
 					e.chIdx = append(e.chIdx, len(c.ports))
 					c.ports = append(c.ports, in.Port)
 					c.from = append(c.from, in.From)

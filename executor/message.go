@@ -26,9 +26,12 @@ type Message struct {
 	Elems     [][]byte // KindData: encoded elements
 	Watermark mtime.Time
 	Barrier   BarrierID
+	// pos is, for a barrier on a priority lane, how many messages its
+	// producer had sent on the channel before it (see inbox).
+	pos uint64
 }
 
 type envelope struct {
-	ch  int // channel index at the receiver; -1 for injected barriers
+	ch  int // channel index at the receiver
 	msg Message
 }

@@ -40,8 +40,11 @@ func subtaskFor(group, parallelism int) int { return group * parallelism / KeyGr
 type edgeOut struct {
 	part  Partition
 	key   KeyFunc
-	to    []chan envelope // consumer subtasks' inboxes
+	lanes []*lane         // consumer subtasks' data lanes
+	to    []chan envelope // instead of lanes, in tests of operators
+	prio  []chan envelope // consumers' priority lanes, for barriers
 	chIdx []int           // this producer's channel index at each consumer
+	sent  []uint64        // in-band messages sent to each consumer
 	next  int             // round-robin cursor
 	name  string
 }
@@ -80,31 +83,31 @@ func (o *Output) Emit(ctx context.Context, port int, elems [][]byte) error {
 func (o *Output) emitEdge(ctx context.Context, e *edgeOut, elems [][]byte) error {
 	switch e.part {
 	case Broadcast:
-		for i := range e.to {
-			if err := send(ctx, e.to[i], envelope{e.chIdx[i], Message{Kind: KindData, Elems: elems}}); err != nil {
+		for i := range e.consumers() {
+			if err := e.send(ctx, i, Message{Kind: KindData, Elems: elems}); err != nil {
 				return err
 			}
 		}
 		return nil
 	case Hash:
-		if len(e.to) == 1 {
-			return send(ctx, e.to[0], envelope{e.chIdx[0], Message{Kind: KindData, Elems: elems}})
+		if e.consumers() == 1 {
+			return e.send(ctx, 0, Message{Kind: KindData, Elems: elems})
 		}
-		if cap(o.buckets) < len(e.to) {
-			o.buckets = make([][][]byte, len(e.to))
+		if cap(o.buckets) < e.consumers() {
+			o.buckets = make([][][]byte, e.consumers())
 		}
-		b := o.buckets[:len(e.to)]
+		b := o.buckets[:e.consumers()]
 		for _, el := range elems {
 			k, err := e.key(el)
 			if err != nil {
 				return fmt.Errorf("executor: edge %s: %w", e.name, err)
 			}
-			i := subtaskFor(KeyGroup(k), len(e.to))
+			i := subtaskFor(KeyGroup(k), e.consumers())
 			b[i] = append(b[i], el)
 		}
 		for i := range b {
 			if len(b[i]) > 0 {
-				if err := send(ctx, e.to[i], envelope{e.chIdx[i], Message{Kind: KindData, Elems: b[i]}}); err != nil {
+				if err := e.send(ctx, i, Message{Kind: KindData, Elems: b[i]}); err != nil {
 					return err
 				}
 			}
@@ -112,9 +115,9 @@ func (o *Output) emitEdge(ctx context.Context, e *edgeOut, elems [][]byte) error
 		}
 		return nil
 	default:
-		i := e.next % len(e.to)
+		i := e.next % e.consumers()
 		e.next++
-		return send(ctx, e.to[i], envelope{e.chIdx[i], Message{Kind: KindData, Elems: elems}})
+		return e.send(ctx, i, Message{Kind: KindData, Elems: elems})
 	}
 }
 
@@ -129,8 +132,19 @@ func (o *Output) ProcessingTime(ctx context.Context, t mtime.Time) error {
 	return o.broadcast(ctx, Message{Kind: KindProcessingTime, Watermark: t})
 }
 
+// barrier sends a barrier on every channel, ahead of the data queued there
+// (see inbox).
 func (o *Output) barrier(ctx context.Context, id BarrierID) error {
-	return o.broadcast(ctx, Message{Kind: KindBarrier, Barrier: id})
+	for _, port := range o.ports {
+		for _, e := range port {
+			for i := range e.consumers() {
+				if err := e.sendBarrier(ctx, i, id); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func (o *Output) end(ctx context.Context) error {
@@ -140,8 +154,8 @@ func (o *Output) end(ctx context.Context) error {
 func (o *Output) broadcast(ctx context.Context, m Message) error {
 	for _, port := range o.ports {
 		for _, e := range port {
-			for i := range e.to {
-				if err := send(ctx, e.to[i], envelope{e.chIdx[i], m}); err != nil {
+			for i := range e.consumers() {
+				if err := e.send(ctx, i, m); err != nil {
 					return err
 				}
 			}
