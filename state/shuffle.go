@@ -17,7 +17,7 @@ type Shuffle struct {
 	store *Store
 	db    *pebble.DB
 	ns    []byte
-	batch *pebble.Batch
+	buf   sortBuffer // writes not yet committed
 	seq   uint64
 	used  [1 << 16 / 8]byte // bitset of key groups written
 	key   []byte            // scratch
@@ -67,9 +67,6 @@ func (sh *Shuffle) Add(kg int, end mtime.Time, window, key []byte, ts mtime.Time
 	if kg < 0 || kg >= 1<<16 {
 		return fmt.Errorf("state: key group %d out of range", kg)
 	}
-	if sh.batch == nil {
-		sh.batch = sh.db.NewBatch()
-	}
 	sh.used[kg/8] |= 1 << (kg % 8)
 	sh.seq++
 	k := sh.groupPrefix(sh.key[:0], kg)
@@ -82,10 +79,8 @@ func (sh *Shuffle) Add(kg int, end mtime.Time, window, key []byte, ts mtime.Time
 	v := appendTime(sh.val[:0], ts)
 	v = append(v, value...)
 	sh.key, sh.val = k, v
-	if err := sh.batch.Set(k, v, nil); err != nil {
-		return fmt.Errorf("state: buffer value: %w", err)
-	}
-	if sh.batch.Len() >= maxBatch {
+	sh.buf.add(k, v)
+	if sh.buf.size() >= maxBatch {
 		return sh.Flush()
 	}
 	return nil
@@ -97,11 +92,13 @@ const maxBatch = 4 << 20
 
 // Flush makes buffered writes visible.
 func (sh *Shuffle) Flush() error {
-	if sh.batch == nil {
+	if sh.buf.size() == 0 {
 		return nil
 	}
-	b := sh.batch
-	sh.batch = nil
+	b, err := sh.buf.batch(sh.db)
+	if err != nil {
+		return fmt.Errorf("state: buffer values: %w", err)
+	}
 	return sh.store.commit(b, "write shuffle buffer")
 }
 
