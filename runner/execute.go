@@ -100,6 +100,15 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 	}
 	var barriers chan executor.BarrierID
 	if ckCfg != nil {
+		// Before any subtask runs: the store is fresh and nothing read it.
+		ckCfg.graph = graphShape(plan, g)
+		rp, err := restoreJob(ctx, j, ckCfg, store)
+		if err != nil {
+			return err
+		}
+		if rp != nil {
+			g.Restore = rp.subtask
+		}
 		runCtx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		ctx = runCtx
@@ -188,6 +197,10 @@ func importance(s fnpb.LogEntry_Severity_Enum) jobpb.JobMessage_MessageImportanc
 // testHookStore, if set, is handed each job's store once it is open.
 var testHookStore func(*state.Store)
 
+// testHookTestStream, if set, is handed each TestStream source before its
+// job runs (crash tests set its Before).
+var testHookTestStream func(*Job, *executor.TestStream)
+
 // buildGraph makes one executor node per stage.
 func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, store *state.Store, j *Job, late *executor.LateData, held *heldGroups, parallelism int) (*executor.Graph, error) {
 	spread, err := spreadWarning(j)
@@ -242,6 +255,9 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 		case translate.KindTestStream:
 			n.Parallelism = 1
 			src := testStreamSource(s)
+			if testHookTestStream != nil {
+				testHookTestStream(j, src)
+			}
 			n.NewSource = func(int, *executor.Output) (executor.Source, error) { return src, nil }
 			n.Arrivals = late.Source(s.Transforms[0], s.Name)
 		case translate.KindFlatten:
