@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
@@ -99,6 +100,7 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		return err
 	}
 	var barriers chan executor.BarrierID
+	var ck *jobCheckpoints
 	if ckCfg != nil {
 		// Before any subtask runs: the store is fresh and nothing read it.
 		ckCfg.graph = graphShape(plan, g)
@@ -112,7 +114,7 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		runCtx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		ctx = runCtx
-		ck, err := startCheckpoints(j, ckCfg, g, store, func(node, sub int) []string {
+		ck, err = startCheckpoints(j, ckCfg, g, store, func(node, sub int) []string {
 			return stageNamespaces(plan.Stages[node], sub)
 		}, func(err error) { cancel(err) })
 		if err != nil {
@@ -123,6 +125,14 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		g.Checkpoints, barriers = ck, ck.barriers
 	}
 	err = g.Run(ctx, barriers)
+	if err == nil && ck != nil {
+		// Ended by itself (inputs ended, or drained): the next run of the
+		// job starts over. After close, so no checkpoint completes later.
+		ck.close()
+		if err := ck.storage.MarkFinished(time.Now()); err != nil {
+			j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "%v", err)
+		}
+	}
 	if cause := context.Cause(ctx); err != nil && errors.Is(cause, checkpoint.ErrTooManyFailures) {
 		// Not the error of whichever subtask saw the cancellation first.
 		return cause

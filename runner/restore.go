@@ -76,9 +76,19 @@ func restoreJob(ctx context.Context, j *Job, cfg *checkpointConfig, store *state
 	}
 	storage, err := checkpoint.OpenStorage(checkpoint.StorageOptions{Dir: cfg.dir, Job: j.Name})
 	if err != nil {
-		return nil, fmt.Errorf("job %s: restore: %w", j.ID, err)
+		return nil, fmt.Errorf("restore: %w", err)
+	}
+	last, finished, err := storage.FinishedAt()
+	if err != nil {
+		return nil, fmt.Errorf("restore: %w", err)
 	}
 	c, corrupt, err := storage.Latest()
+	if finished && (errors.Is(err, checkpoint.ErrNoCheckpoint) || err == nil && c.Manifest.Checkpoint <= last) {
+		// Its last run ended by itself: this one is a new run.
+		j.Logf(jobpb.JobMessage_JOB_MESSAGE_BASIC, "the previous run of job %s finished; starting over (its checkpoints in %s are not restored)",
+			j.Name, cfg.dir)
+		return nil, nil
+	}
 	for _, ce := range corrupt {
 		j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "restore: skipped corrupt %v", ce)
 	}
@@ -86,20 +96,20 @@ func restoreJob(ctx context.Context, j *Job, cfg *checkpointConfig, store *state
 	case errors.Is(err, checkpoint.ErrNoCheckpoint) && len(corrupt) == 0:
 		return nil, nil
 	case errors.Is(err, checkpoint.ErrNoCheckpoint):
-		return nil, fmt.Errorf("job %s: restore: none of the %d checkpoints in %s verifies; set --%s=false to start over",
-			j.ID, len(corrupt), cfg.dir, RestoreOption)
+		return nil, fmt.Errorf("restore: none of the %d checkpoints in %s verifies; set --%s=false to start over",
+			len(corrupt), cfg.dir, RestoreOption)
 	case err != nil:
-		return nil, fmt.Errorf("job %s: restore from %s: %w", j.ID, cfg.dir, err)
+		return nil, fmt.Errorf("restore from %s: %w", cfg.dir, err)
 	}
 	if err := checkpoint.CheckGraph(&c.Manifest, cfg.graph); err != nil {
-		return nil, fmt.Errorf("job %s: restore from %s: %w", j.ID, c.Dir, err)
+		return nil, fmt.Errorf("restore from %s: %w", c.Dir, err)
 	}
 	rp, files, err := readRestorePoint(storage, c)
 	if err != nil {
-		return nil, fmt.Errorf("job %s: restore from %s: %w", j.ID, c.Dir, err)
+		return nil, fmt.Errorf("restore from %s: %w", c.Dir, err)
 	}
 	if err := store.Import(ctx, storage.FS(), files); err != nil {
-		return nil, fmt.Errorf("job %s: restore from %s: %w", j.ID, c.Dir, err)
+		return nil, fmt.Errorf("restore from %s: %w", c.Dir, err)
 	}
 	j.Logf(jobpb.JobMessage_JOB_MESSAGE_BASIC, "restored from checkpoint %d (%s): %d subtasks, %d state files",
 		c.Manifest.Checkpoint, c.Dir, len(rp.subtasks), len(files))

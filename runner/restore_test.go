@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/teststream"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/weir-runner/weir/checkpoint"
 	"github.com/weir-runner/weir/executor"
@@ -77,6 +79,12 @@ func eventOf(w, k int) int { return 3*w + k }
 func runRestoreJob(t *testing.T, name, run string, opts map[string]string,
 	before func(ctx context.Context, i int, poll func() error) error) ([]string, *Job, error) {
 	t.Helper()
+	return runRestoreJobOf(t, restorePipeline(run), name, run, opts, before)
+}
+
+func runRestoreJobOf(t *testing.T, p *beam.Pipeline, name, run string, opts map[string]string,
+	before func(ctx context.Context, i int, poll func() error) error) ([]string, *Job, error) {
+	t.Helper()
 	if err := flag.Set("job_name", name); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +105,7 @@ func runRestoreJob(t *testing.T, name, run string, opts map[string]string,
 	beam.Init()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, err := Execute(ctx, restorePipeline(run))
+	_, err := Execute(ctx, p)
 	mu.Lock()
 	defer mu.Unlock()
 	return takeCollected(run), job, err
@@ -106,10 +114,11 @@ func runRestoreJob(t *testing.T, name, run string, opts map[string]string,
 var errCrash = errors.New("simulated crash")
 
 // crashAt returns a TestStream hook that holds the replay before event
-// stop until two more checkpoints completed in dir (the second was
-// triggered while the replay waited, so it records the replay at stop),
-// then fails the job as a crash would: nothing is drained or flushed.
-func crashAt(t *testing.T, dir string, stop int) func(context.Context, int, func() error) error {
+// stop until n more checkpoints completed in dir (from the second on they
+// were triggered while the replay waited, so they record the replay at
+// stop), then fails the job as a crash would: nothing is drained or
+// flushed.
+func crashAt(dir string, stop, n int) func(context.Context, int, func() error) error {
 	return func(ctx context.Context, i int, poll func() error) error {
 		if i != stop {
 			return nil
@@ -131,7 +140,7 @@ func crashAt(t *testing.T, dir string, stop int) func(context.Context, int, func
 			if err != nil {
 				return err
 			}
-			if len(ids) > 0 && ids[0] >= first+2 {
+			if len(ids) > 0 && ids[0] >= first+checkpoint.ID(n) {
 				return errCrash
 			}
 			select {
@@ -176,7 +185,7 @@ func TestRestoreAfterCrash(t *testing.T) {
 			name := "restore-crash-" + mode
 			opts := map[string]string{CheckpointIntervalOption: "5ms", CheckpointDirOption: dir, CheckpointModeOption: mode,
 				CheckpointKeepOption: "10"}
-			first, _, err := runRestoreJob(t, name, mode+"-1", opts, crashAt(t, dir, eventOf(3, 1)))
+			first, _, err := runRestoreJob(t, name, mode+"-1", opts, crashAt(dir, eventOf(3, 1), 2))
 			if err == nil || !strings.Contains(err.Error(), errCrash.Error()) {
 				t.Fatalf("the first run ended with %v, want the simulated crash", err)
 			}
@@ -207,6 +216,18 @@ func TestRestoreAfterCrash(t *testing.T) {
 				}
 			}
 			t.Logf("first run %v, restored run %v", first, second)
+
+			// The restored run ended by itself: the next run starts over.
+			third, job, err := runRestoreJob(t, name, mode+"-3", opts, nil)
+			if err != nil {
+				t.Fatalf("third run: %v", err)
+			}
+			if !hasMessage(job, "starting over") || hasMessage(job, "restored from") {
+				t.Errorf("the run after a finished one did not start over")
+			}
+			if got := windowSums(third); !maps.EqualFunc(got, wantSums, slices.Equal) {
+				t.Errorf("the run after a finished one emitted %v, want %v", got, wantSums)
+			}
 		})
 	}
 }
@@ -222,4 +243,127 @@ func hasMessage(j *Job, substr string) bool {
 		}
 	}
 	return false
+}
+
+// TestRestoreSkipsCorruptCheckpoint crashes the job as
+// TestRestoreAfterCrash does, damages one file of the newest checkpoint,
+// and starts the job again: it warns of the corrupt checkpoint by name,
+// restores from the one before, and its output is still exact.
+func TestRestoreSkipsCorruptCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	name := "restore-corrupt"
+	opts := map[string]string{CheckpointIntervalOption: "5ms", CheckpointDirOption: dir, CheckpointKeepOption: "10"}
+	first, _, err := runRestoreJob(t, name, "corrupt-1", opts, crashAt(dir, eventOf(3, 1), 3))
+	if err == nil || !strings.Contains(err.Error(), errCrash.Error()) {
+		t.Fatalf("the first run ended with %v, want the simulated crash", err)
+	}
+	storage, err := checkpoint.OpenStorage(checkpoint.StorageOptions{Dir: dir, Keep: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := storage.List()
+	if err != nil || len(ids) < 2 {
+		t.Fatalf("checkpoints %v (%v), want at least two", ids, err)
+	}
+	c, err := storage.Verify(ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := checkpoint.ManifestName
+	for _, f := range c.Manifest.Files {
+		if strings.HasSuffix(f.Name, ".sst") {
+			damaged = f.Name
+		}
+	}
+	path := c.Path(storage.FS(), damaged)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another graph under the same name is refused, with what differs.
+	other := restorePipeline("corrupt-other")
+	beam.ParDo0(other.Root(), &collectFn{Run: "corrupt-other"}, beam.Create(other.Root(), int64(1)))
+	if _, _, err := runRestoreJobOf(t, other, name, "corrupt-other", opts, nil); err == nil ||
+		!strings.Contains(err.Error(), "another graph") || !strings.Contains(err.Error(), "nodes") {
+		t.Errorf("restoring another graph: %v, want a refusal listing the differences", err)
+	} else {
+		t.Logf("another graph: %v", err)
+	}
+	takeCollected("corrupt-other")
+
+	second, job, err := runRestoreJob(t, name, "corrupt-2", opts, nil)
+	if err != nil {
+		t.Fatalf("restored run: %v", err)
+	}
+	if !hasMessage(job, fmt.Sprintf("skipped corrupt checkpoint %d", ids[0])) || !hasMessage(job, damaged) {
+		t.Errorf("no warning names corrupt checkpoint %d and its file %s", ids[0], damaged)
+	}
+	if !hasMessage(job, fmt.Sprintf("restored from checkpoint %d ", ids[1])) {
+		t.Errorf("the job did not restore from checkpoint %d, the one before the corrupt one", ids[1])
+	}
+	want := map[string][]string{}
+	for w := range int64(restoreWindows) {
+		want[fmt.Sprint(w*10000+9999)] = []string{fmt.Sprint(111 * (w + 1))}
+	}
+	got := windowSums(append(slices.Clone(first), second...))
+	for ts, sums := range got {
+		for _, s := range sums {
+			if w := want[ts]; w[0] != s {
+				t.Errorf("window ending %s summed to %s, want %s", ts, s, w[0])
+			}
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("windows emitted %v, want %v", got, want)
+	}
+	t.Logf("first run %v, restored run %v", first, second)
+}
+
+// TestRestoreOptions: the default checkpoint folder is keyed by the job's
+// name, so a resubmission finds it; restore is on unless turned off.
+func TestRestoreOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		job     *Job
+		opts    map[string]any
+		dir     string
+		restore bool
+		err     string
+	}{
+		{"by name", &Job{ID: "clicks-7", Name: "clicks"}, nil, "/state/jobs/clicks/checkpoints", true, ""},
+		{"unsafe name", &Job{ID: "x-1", Name: "a/b c"}, nil, "/state/jobs/a_b_c/checkpoints", true, ""},
+		{"no name: the id", &Job{ID: "job-3"}, nil, "/state/jobs/job-3/checkpoints", true, ""},
+		{"named folder", &Job{ID: "c-1", Name: "c"}, map[string]any{CheckpointDirOption: "/ckpt"}, "/ckpt", true, ""},
+		{"restore off", &Job{ID: "c-1", Name: "c"}, map[string]any{RestoreOption: "false"}, "/state/jobs/c/checkpoints", false, ""},
+		{"restore on", &Job{ID: "c-1", Name: "c"}, map[string]any{RestoreOption: "true"}, "/state/jobs/c/checkpoints", true, ""},
+		{"bad restore", &Job{ID: "c-1", Name: "c"}, map[string]any{RestoreOption: "maybe"}, "", false, RestoreOption},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := map[string]any{CheckpointIntervalOption: "1s"}
+			maps.Copy(opts, tc.opts)
+			st, err := structpb.NewStruct(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.job.Options = st
+			c, err := checkpointOptions(tc.job, "/state")
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one naming %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.dir != tc.dir || c.restore != tc.restore {
+				t.Errorf("folder %s, restore %v; want %s, %v", c.dir, c.restore, tc.dir, tc.restore)
+			}
+		})
+	}
 }
