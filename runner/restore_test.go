@@ -15,6 +15,8 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/teststream"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
@@ -55,7 +57,46 @@ func takeCollected(run string) []string {
 // Window w sums to 11*(w+1) + 100*(w+1).
 const restoreWindows = 6
 
-func restorePipeline(run string) *beam.Pipeline {
+func restorePipeline(run string) *beam.Pipeline { return restorePipelineOf(run, false) }
+
+// windowSumFn is the stateful variant of the sum: a bag per window and an
+// event-time timer at its end, which lives in the runner's memory (the
+// SDK stage's timer set) and only reaches a checkpoint through the stage's
+// snapshot.
+type windowSumFn struct {
+	Vals  state.Bag[int64]
+	Flush timers.EventTime
+}
+
+func (fn *windowSumFn) ProcessElement(w beam.Window, sp state.Provider, tp timers.Provider, _ string, v int64, _ func(int64)) {
+	if err := fn.Vals.Add(sp, v); err != nil {
+		panic(err)
+	}
+	fn.Flush.Set(tp, w.MaxTimestamp().ToTime())
+}
+
+func (fn *windowSumFn) OnTimer(_ context.Context, _ beam.EventTime, sp state.Provider, _ timers.Provider, _ string, _ timers.Context, emit func(int64)) {
+	vs, _, err := fn.Vals.Read(sp)
+	if err != nil {
+		panic(err)
+	}
+	var sum int64
+	for _, v := range vs {
+		sum += v
+	}
+	emit(sum)
+}
+
+func keyAll(v int64) (string, int64) { return "k", v }
+
+func init() {
+	register.DoFn6x0[beam.Window, state.Provider, timers.Provider, string, int64, func(int64)](&windowSumFn{})
+	register.Function1x2(keyAll)
+}
+
+// restorePipelineOf builds the job; stateful sums with windowSumFn
+// instead of a combine.
+func restorePipelineOf(run string, stateful bool) *beam.Pipeline {
 	p, s := beam.NewPipelineWithRoot()
 	c := teststream.NewConfig()
 	for w := range int64(restoreWindows) {
@@ -64,7 +105,14 @@ func restorePipeline(run string) *beam.Pipeline {
 		c.AddElements(base+2000, 100*(w+1))
 		c.AdvanceWatermark(base + 10000)
 	}
-	sums := stats.Sum(s, beam.WindowInto(s, window.NewFixedWindows(10*time.Second), teststream.Create(s, c)))
+	in := beam.WindowInto(s, window.NewFixedWindows(10*time.Second), teststream.Create(s, c))
+	var sums beam.PCollection
+	if stateful {
+		sums = beam.ParDo(s, &windowSumFn{Vals: state.MakeBagState[int64]("vals"), Flush: timers.InEventTime("flush")},
+			beam.ParDo(s, keyAll, in))
+	} else {
+		sums = stats.Sum(s, in)
+	}
 	beam.ParDo0(s, &collectFn{Run: run}, sums)
 	return p
 }
@@ -179,17 +227,34 @@ func TestRestoreAfterCrash(t *testing.T) {
 	if len(wantSums) != restoreWindows {
 		t.Fatalf("the uninterrupted run emitted %v, want %d windows", want, restoreWindows)
 	}
-	for _, mode := range []string{"aligned", "unaligned"} {
+	for _, tc := range []struct {
+		mode     string
+		stateful bool
+	}{{"aligned", false}, {"unaligned", false}, {"aligned", true}} {
+		mode := tc.mode
+		if tc.stateful {
+			mode = "stateful-" + mode
+		}
+		run := func(t *testing.T, name, run string, opts map[string]string,
+			before func(context.Context, int, func() error) error) ([]string, *Job, error) {
+			return runRestoreJobOf(t, restorePipelineOf(run, tc.stateful), name, run, opts, before)
+		}
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
 			name := "restore-crash-" + mode
-			opts := map[string]string{CheckpointIntervalOption: "5ms", CheckpointDirOption: dir, CheckpointModeOption: mode,
+			opts := map[string]string{CheckpointIntervalOption: "5ms", CheckpointDirOption: dir, CheckpointModeOption: tc.mode,
 				CheckpointKeepOption: "10"}
-			first, _, err := runRestoreJob(t, name, mode+"-1", opts, crashAt(dir, eventOf(3, 1), 2))
+			// Crash before window 3's second element event or, stateful,
+			// before its watermark: then only the restored timer fires it.
+			stop := eventOf(3, 1)
+			if tc.stateful {
+				stop = eventOf(3, 2)
+			}
+			first, _, err := run(t, name, mode+"-1", opts, crashAt(dir, stop, 2))
 			if err == nil || !strings.Contains(err.Error(), errCrash.Error()) {
 				t.Fatalf("the first run ended with %v, want the simulated crash", err)
 			}
-			second, job, err := runRestoreJob(t, name, mode+"-2", opts, nil)
+			second, job, err := run(t, name, mode+"-2", opts, nil)
 			if err != nil {
 				t.Fatalf("restored run: %v", err)
 			}
@@ -218,7 +283,7 @@ func TestRestoreAfterCrash(t *testing.T) {
 			t.Logf("first run %v, restored run %v", first, second)
 
 			// The restored run ended by itself: the next run starts over.
-			third, job, err := runRestoreJob(t, name, mode+"-3", opts, nil)
+			third, job, err := run(t, name, mode+"-3", opts, nil)
 			if err != nil {
 				t.Fatalf("third run: %v", err)
 			}
