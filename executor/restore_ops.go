@@ -70,15 +70,24 @@ func (g *GroupByKey) RestoreState(b []byte) error {
 }
 
 // triggeredState is a triggered group's memory: its windows' sequence
-// counter. The window index and processing-time deadlines are rebuilt from
-// the store (rebuild), which the runner imported first.
+// counter and its input and output watermarks. The window index and
+// processing-time deadlines are rebuilt from the store (rebuild), which
+// the runner imported first. The watermarks matter: a restored gate hands
+// the operator its recorded input watermark, and from the minimum the
+// operator would take every window that ended before it as newly reached
+// and fire its on-time pane again (windows kept for allowed lateness).
 type triggeredState struct {
-	Seq uint64 `json:"seq"`
+	Seq   uint64     `json:"seq"`
+	WM    mtime.Time `json:"wm"`
+	OutWM mtime.Time `json:"out_wm"`
 }
 
 // SnapshotState implements StateSnapshotter.
 func (g *TriggeredGroupByKey) SnapshotState(BarrierID) ([]byte, error) {
-	var st triggeredState
+	st := triggeredState{WM: mtime.MinTimestamp, OutWM: mtime.MinTimestamp}
+	if g.started {
+		st.WM, st.OutWM = g.wm, g.outWM
+	}
 	if c, ok := g.Windows.(seqCounter); ok {
 		st.Seq = c.Seq()
 	}
@@ -96,6 +105,10 @@ func (g *TriggeredGroupByKey) RestoreState(b []byte) error {
 			return fmt.Errorf("group by key %s: restore: %w", g.Name, err)
 		}
 	}
+	if err := g.init(); err != nil {
+		return err
+	}
+	g.wm, g.outWM = st.WM, st.OutWM
 	return nil
 }
 
