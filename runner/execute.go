@@ -32,8 +32,9 @@ type LocalExecutor struct {
 	// says otherwise.
 	NoLift bool
 	// StateDir holds what jobs keep beyond their end: checkpoints, under
-	// jobs/<job id>/checkpoints unless a job names its own folder. Default
-	// weir under the system's temporary folder.
+	// jobs/<job name>/checkpoints unless a job names its own folder, so a
+	// job submitted again under its name resumes from them. Default weir
+	// under the system's temporary folder.
 	StateDir string
 }
 
