@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -430,5 +431,66 @@ func TestRestoreOptions(t *testing.T) {
 				t.Errorf("folder %s, restore %v; want %s, %v", c.dir, c.restore, tc.dir, tc.restore)
 			}
 		})
+	}
+}
+
+// TestReadRestorePoint writes a checkpoint by hand and reads it back as a
+// restore does: each subtask's state, watermarks and in-flight data, the
+// state files to import, and subtasks with no entry as ended.
+func TestReadRestorePoint(t *testing.T) {
+	dir := t.TempDir()
+	graph := []checkpoint.GraphNode{{Stage: "s1", Name: "src", Parallelism: 1}, {Stage: "s2", Name: "gbk", Parallelism: 2}}
+	storage, err := checkpoint.OpenStorage(checkpoint.StorageOptions{Dir: dir, Job: "j", Graph: graph})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := storage.Begin(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := w.Create("n1-s1.sst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("sst"))
+	f.Close()
+	if err := w.WriteFile("n1-s1.inflight", []byte{1, 0, 1, 1, 'x'}); err != nil {
+		t.Fatal(err)
+	}
+	meta := func(m subtaskMeta) []byte { b, _ := json.Marshal(m); return b }
+	w.SetSubtask(checkpoint.Task{Node: 0, Subtask: 0}, meta(subtaskMeta{State: []byte(`{"fired":true}`)}))
+	w.SetSubtask(checkpoint.Task{Node: 1, Subtask: 1}, meta(subtaskMeta{StateFile: "n1-s1.sst", InFlightFile: "n1-s1.inflight",
+		Unaligned: true, Watermarks: []int64{42}, State: []byte(`{"seq":3}`)}))
+	if err := w.Commit(time.Now(), nil); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := storage.Latest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, files, err := readRestorePoint(storage, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 1 || !strings.HasSuffix(files[0], "chk-4/n1-s1.sst") {
+		t.Errorf("state files %v", files)
+	}
+	if rs := rp.subtask(0, 0); rs.Finished || string(rs.State) != `{"fired":true}` {
+		t.Errorf("source: %+v", rs)
+	}
+	if rs := rp.subtask(1, 0); !rs.Finished {
+		t.Errorf("a subtask without an entry: %+v, want it ended", rs)
+	}
+	rs := rp.subtask(1, 1)
+	var batches []string
+	if err := executor.DecodeInFlight(rs.InFlight, func(ch, port int, elems [][]byte) error {
+		batches = append(batches, fmt.Sprintf("%d/%d:%s", ch, port, elems[0]))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if rs.Finished || string(rs.State) != `{"seq":3}` || len(rs.Watermarks) != 1 || rs.Watermarks[0] != 42 ||
+		fmt.Sprint(batches) != "[1/0:x]" {
+		t.Errorf("operator: %+v, in flight %v", rs, batches)
 	}
 }
