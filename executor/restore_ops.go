@@ -24,6 +24,9 @@ type seqCounter interface{ Seq() uint64 }
 type gbkState struct {
 	Seq      uint64         `json:"seq"`
 	Sessions []sessionState `json:"sessions,omitempty"`
+	// Held are the store ranges of fired groups still held for their
+	// consumers: a restore drops them rather than fire them again.
+	Held [][2][]byte `json:"held,omitempty"`
 }
 
 type sessionState struct {
@@ -37,7 +40,7 @@ type sessionState struct {
 func (g *GroupByKey) SnapshotState(BarrierID) ([]byte, error) {
 	st := gbkState{}
 	if g.Buf != nil {
-		st.Seq = g.Buf.Seq()
+		st.Seq, st.Held = g.Buf.Seq(), g.Buf.HeldRanges()
 	}
 	for _, gs := range g.sessions {
 		for _, s := range gs {
@@ -55,6 +58,9 @@ func (g *GroupByKey) RestoreState(b []byte) error {
 		return fmt.Errorf("group by key %s: restore: %w", g.Name, err)
 	}
 	if g.Buf != nil {
+		if err := g.Buf.DropRanges(st.Held); err != nil {
+			return fmt.Errorf("group by key %s: restore: %w", g.Name, err)
+		}
 		if err := g.Buf.SetSeq(st.Seq); err != nil {
 			return fmt.Errorf("group by key %s: restore: %w", g.Name, err)
 		}

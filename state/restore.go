@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -59,4 +60,39 @@ func (w *TriggerWindows) Seq() uint64 { return w.seq }
 func (w *TriggerWindows) SetSeq(seq uint64) error {
 	w.seq = max(w.seq, seq)
 	return nil
+}
+
+// HeldRanges returns the store key ranges, [start, end), of the groups
+// this shuffle fired and still holds for consumers that have not released
+// them. A checkpoint records them: the groups were fired before the
+// barrier, so their consumers read them before theirs, and a restored
+// shuffle must not fire them again (DropRanges).
+func (sh *Shuffle) HeldRanges() [][2][]byte {
+	var out [][2][]byte
+	for _, h := range sh.held {
+		if !h.released.Load() {
+			out = append(out, [2][]byte{h.start, h.end})
+		}
+	}
+	return out
+}
+
+// DropRanges deletes what was left of held groups in a restored store
+// (see HeldRanges). Ranges outside the shuffle's namespace are refused.
+func (sh *Shuffle) DropRanges(ranges [][2][]byte) error {
+	if len(ranges) == 0 {
+		return nil
+	}
+	b := sh.db.NewBatch()
+	for _, r := range ranges {
+		if !bytes.HasPrefix(r[0], sh.ns) || !bytes.HasPrefix(r[1], sh.ns) || bytes.Compare(r[0], r[1]) >= 0 {
+			b.Close()
+			return fmt.Errorf("state: restore shuffle buffer: held range %x..%x is not one of its groups", r[0], r[1])
+		}
+		if err := b.DeleteRange(r[0], r[1], nil); err != nil {
+			b.Close()
+			return fmt.Errorf("state: restore shuffle buffer: %w", err)
+		}
+	}
+	return sh.store.commit(b, "drop held groups of a restored shuffle")
 }

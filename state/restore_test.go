@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -94,5 +95,45 @@ func TestSeqCountersRestored(t *testing.T) {
 	w := s.NewTriggerWindows("gbk/1")
 	if err := w.SetSeq(17); err != nil || w.Seq() != 17 {
 		t.Errorf("trigger windows counter %d (%v), want 17", w.Seq(), err)
+	}
+}
+
+// TestShuffleRestoredDropsHeldGroups: a group fired before the checkpoint
+// and still held for its consumer is in the snapshot; a restored shuffle
+// told its ranges drops it instead of firing it again, and fires the
+// groups that had not fired.
+func TestShuffleRestoredDropsHeldGroups(t *testing.T) {
+	src := memStore(t)
+	a := src.NewShuffle("gbk/0")
+	a.Hold(HoldOptions{Above: 4, Readers: 1})
+	for i := range 5 {
+		if err := a.Add(3, 9, []byte("w"), []byte("big"), 1, []byte(fmt.Sprint("value", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Add(3, 19, []byte("w2"), []byte("k"), 11, []byte("later")); err != nil {
+		t.Fatal(err)
+	}
+	var rest bool
+	if err := a.Fire(9, func(g *Group) error { rest = g.Rest != nil; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	held := a.HeldRanges()
+	if !rest || len(held) != 1 {
+		t.Fatalf("fired group held: %v, held ranges %d; want one", rest, len(held))
+	}
+	dst := exportImport(t, src, "gbk/0")
+	b := dst.NewShuffle("gbk/0")
+	if err := b.DropRanges(held); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetSeq(a.Seq()); err != nil {
+		t.Fatal(err)
+	}
+	if got := fire(t, b, 19); len(got) != 1 || got[0] != "w2/k end=19 ts=[11,11] later" {
+		t.Errorf("restored shuffle fired %q, want only the group that had not fired", got)
+	}
+	if err := b.DropRanges([][2][]byte{{[]byte("other"), []byte("otherz")}}); err == nil {
+		t.Error("a range outside the namespace was dropped")
 	}
 }
