@@ -105,7 +105,7 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 	if ckCfg != nil {
 		// Before any subtask runs: the store is fresh and nothing read it.
 		ckCfg.graph = graphShape(plan, g)
-		rp, err := restoreJob(ctx, j, ckCfg, store)
+		rp, err := restoreJob(ctx, j, ckCfg, g, store)
 		if err != nil {
 			return err
 		}

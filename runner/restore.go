@@ -70,7 +70,7 @@ func (r *restorePoint) subtask(node, sub int) *executor.SubtaskRestore {
 // checkpoints newer than the one used are reported as job warnings; a root
 // whose checkpoints all fail to verify fails the job rather than silently
 // starting over and repeating its output.
-func restoreJob(ctx context.Context, j *Job, cfg *checkpointConfig, store *state.Store) (*restorePoint, error) {
+func restoreJob(ctx context.Context, j *Job, cfg *checkpointConfig, g *executor.Graph, store *state.Store) (*restorePoint, error) {
 	if !cfg.restore {
 		return nil, nil
 	}
@@ -113,7 +113,35 @@ func restoreJob(ctx context.Context, j *Job, cfg *checkpointConfig, store *state
 	}
 	j.Logf(jobpb.JobMessage_JOB_MESSAGE_BASIC, "restored from checkpoint %d (%s): %d subtasks, %d state files",
 		c.Manifest.Checkpoint, c.Dir, len(rp.subtasks), len(files))
+	for _, w := range rp.lostSideInputs(g) {
+		j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "restore: %s", w)
+	}
 	return rp, nil
+}
+
+// lostSideInputs names the side inputs of a restored job: their contents
+// are not in checkpoints, and their producers resume where the checkpoint
+// left them rather than produce again, so a side input holds only what is
+// produced after the restore, and nothing if its producer had ended.
+func (r *restorePoint) lostSideInputs(g *executor.Graph) []string {
+	var out []string
+	for _, n := range g.Nodes {
+		for _, in := range n.Inputs {
+			if in.Partition != executor.Broadcast {
+				continue
+			}
+			what := "it holds only what is produced after the restore"
+			for sub := range g.Nodes[in.From].Parallelism {
+				if r.subtask(in.From, sub).Finished {
+					what = "it had ended before the checkpoint, so the side input is empty now"
+					break
+				}
+			}
+			out = append(out, fmt.Sprintf("stage %s reads a side input from %s, and side inputs are not in checkpoints: %s",
+				n.Name, g.Nodes[in.From].Name, what))
+		}
+	}
+	return out
 }
 
 // readRestorePoint reads every subtask's metadata and in-flight data, and

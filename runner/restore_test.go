@@ -494,3 +494,24 @@ func TestReadRestorePoint(t *testing.T) {
 		t.Errorf("operator: %+v, in flight %v", rs, batches)
 	}
 }
+
+// TestLostSideInputs: a restore warns of every side input, saying when
+// its producer had ended.
+func TestLostSideInputs(t *testing.T) {
+	g := &executor.Graph{Nodes: []*executor.Node{
+		{Name: "src", Parallelism: 1},
+		{Name: "side", Parallelism: 1},
+		{Name: "main", Parallelism: 2, Inputs: []executor.NodeInput{{From: 0}, {Port: 1, From: 1, Partition: executor.Broadcast}}},
+		{Name: "plain", Parallelism: 1, Inputs: []executor.NodeInput{{From: 2}}},
+	}}
+	rp := &restorePoint{id: 3, subtasks: map[checkpoint.Task]*executor.SubtaskRestore{{Node: 0}: {}, {Node: 2}: {},
+		{Node: 2, Subtask: 1}: {}, {Node: 3}: {}}}
+	got := rp.lostSideInputs(g)
+	if len(got) != 1 || !strings.Contains(got[0], "stage main reads a side input from side") || !strings.Contains(got[0], "empty") {
+		t.Errorf("warnings %q", got)
+	}
+	rp.subtasks[checkpoint.Task{Node: 1}] = &executor.SubtaskRestore{}
+	if got := rp.lostSideInputs(g); len(got) != 1 || !strings.Contains(got[0], "only what is produced after") {
+		t.Errorf("warnings %q", got)
+	}
+}
