@@ -167,14 +167,17 @@ var errCrash = errors.New("simulated crash")
 // were triggered while the replay waited, so they record the replay at
 // stop), then fails the job as a crash would: nothing is drained or
 // flushed.
-func crashAt(dir string, stop, n int) func(context.Context, int, func() error) error {
+//
+// It opens the storage before the job runs: opening removes unfinished
+// checkpoint folders, which would fail the job's checkpoint in flight.
+func crashAt(t *testing.T, dir string, stop, n int) func(context.Context, int, func() error) error {
+	storage, err := checkpoint.OpenStorage(checkpoint.StorageOptions{Dir: dir, Keep: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return func(ctx context.Context, i int, poll func() error) error {
 		if i != stop {
 			return nil
-		}
-		storage, err := checkpoint.OpenStorage(checkpoint.StorageOptions{Dir: dir, Keep: 100})
-		if err != nil {
-			return err
 		}
 		ids, _ := storage.List()
 		var first checkpoint.ID
@@ -251,7 +254,7 @@ func TestRestoreAfterCrash(t *testing.T) {
 			if tc.stateful {
 				stop = eventOf(3, 2)
 			}
-			first, _, err := run(t, name, mode+"-1", opts, crashAt(dir, stop, 2))
+			first, _, err := run(t, name, mode+"-1", opts, crashAt(t, dir, stop, 2))
 			if err == nil || !strings.Contains(err.Error(), errCrash.Error()) {
 				t.Fatalf("the first run ended with %v, want the simulated crash", err)
 			}
@@ -319,7 +322,7 @@ func TestRestoreSkipsCorruptCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	name := "restore-corrupt"
 	opts := map[string]string{CheckpointIntervalOption: "5ms", CheckpointDirOption: dir, CheckpointKeepOption: "10"}
-	first, _, err := runRestoreJob(t, name, "corrupt-1", opts, crashAt(dir, eventOf(3, 1), 3))
+	first, _, err := runRestoreJob(t, name, "corrupt-1", opts, crashAt(t, dir, eventOf(3, 1), 3))
 	if err == nil || !strings.Contains(err.Error(), errCrash.Error()) {
 		t.Fatalf("the first run ended with %v, want the simulated crash", err)
 	}
