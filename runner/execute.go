@@ -103,6 +103,12 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 	var barriers chan executor.BarrierID
 	var ck *jobCheckpoints
 	if ckCfg != nil {
+		release, err := claimRoot(ckCfg.dir, j.ID)
+		if err != nil {
+			return err
+		}
+		// Deferred first, so it runs after the checkpoints are closed.
+		defer release()
 		// Before any subtask runs: the store is fresh and nothing read it.
 		ckCfg.graph = graphShape(plan, g)
 		rp, err := restoreJob(ctx, j, ckCfg, g, store)

@@ -518,3 +518,25 @@ func TestLostSideInputs(t *testing.T) {
 		t.Errorf("warnings %q", got)
 	}
 }
+
+// TestClaimRoot: two jobs of this process never share a checkpoint root.
+func TestClaimRoot(t *testing.T) {
+	dir := t.TempDir()
+	release, err := claimRoot(dir, "clicks-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := claimRoot(dir+"/.", "clicks-2"); err == nil || !strings.Contains(err.Error(), "in use by job clicks-1") {
+		t.Fatalf("a second claim: %v, want it refused naming the first job", err)
+	}
+	release()
+	release2, err := claimRoot(dir, "clicks-2")
+	if err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	release() // a stale release leaves the new claim alone
+	if _, err := claimRoot(dir, "clicks-3"); err == nil {
+		t.Error("a stale release freed the root of another job")
+	}
+	release2()
+}
