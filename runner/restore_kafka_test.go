@@ -136,7 +136,7 @@ func restoreKafkaAfterCrash(t *testing.T, mode string) {
 		t.Fatal(err)
 	}
 	<-done
-	firstRun := takeCollected("kafka-"+mode+"-1")
+	firstRun := takeCollected("kafka-" + mode + "-1")
 	if c, _, err := storage.Latest(); err == nil && c.Manifest.Stats != nil {
 		t.Logf("restoring checkpoint %d: %d in-flight bytes, %d unaligned subtasks", c.Manifest.Checkpoint,
 			c.Manifest.Stats.InFlightBytes, c.Manifest.Stats.UnalignedSubtasks)
@@ -148,7 +148,7 @@ func restoreKafkaAfterCrash(t *testing.T, mode string) {
 	if _, err := Execute(ctx, pipeline("kafka-"+mode+"-2")); err != nil {
 		t.Fatalf("restored run: %v", err)
 	}
-	second := takeCollected("kafka-"+mode+"-2")
+	second := takeCollected("kafka-" + mode + "-2")
 	t.Logf("first run %v, restored run %v", firstRun, second)
 
 	got := windowSums(append(slices.Clone(firstRun), second...))
