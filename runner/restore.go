@@ -83,14 +83,14 @@ func restoreJob(ctx context.Context, j *Job, cfg *checkpointConfig, g *executor.
 		return nil, fmt.Errorf("restore: %w", err)
 	}
 	c, corrupt, err := storage.Latest()
+	for _, ce := range corrupt {
+		j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "restore: skipped corrupt %v", ce)
+	}
 	if finished && (errors.Is(err, checkpoint.ErrNoCheckpoint) || err == nil && c.Manifest.Checkpoint <= last) {
 		// Its last run ended by itself: this one is a new run.
 		j.Logf(jobpb.JobMessage_JOB_MESSAGE_BASIC, "the previous run of job %s finished; starting over (its checkpoints in %s are not restored)",
 			j.Name, cfg.dir)
 		return nil, nil
-	}
-	for _, ce := range corrupt {
-		j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "restore: skipped corrupt %v", ce)
 	}
 	switch {
 	case errors.Is(err, checkpoint.ErrNoCheckpoint) && len(corrupt) == 0:
