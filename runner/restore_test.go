@@ -25,6 +25,7 @@ import (
 
 	"github.com/weir-runner/weir/checkpoint"
 	"github.com/weir-runner/weir/executor"
+	weirstate "github.com/weir-runner/weir/state"
 )
 
 // collected holds what collectFn saw, per run label: the output of a job
@@ -539,4 +540,98 @@ func TestClaimRoot(t *testing.T) {
 		t.Error("a stale release freed the root of another job")
 	}
 	release2()
+}
+
+// TestRestoreDecisions drives restoreJob over roots built by hand: what it
+// restores, when it starts over, and when it refuses.
+func TestRestoreDecisions(t *testing.T) {
+	graph := []checkpoint.GraphNode{{Stage: "s1", Name: "src", Parallelism: 1}}
+	commit := func(t *testing.T, s *checkpoint.Storage, id checkpoint.ID) {
+		w, err := s.Begin(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.SetSubtask(checkpoint.Task{}, []byte(`{"state":"e30="}`))
+		if err := w.Commit(time.Now(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	corrupt := func(t *testing.T, dir string, id checkpoint.ID) {
+		if err := os.WriteFile(fmt.Sprintf("%s/chk-%d/%s", dir, id, checkpoint.ManifestName), []byte("{"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		build   func(t *testing.T, dir string, s *checkpoint.Storage)
+		off     bool
+		want    checkpoint.ID // 0: a fresh start
+		err     string
+		message string
+	}{
+		{"empty root", func(*testing.T, string, *checkpoint.Storage) {}, false, 0, "", ""},
+		{"newest", func(t *testing.T, _ string, s *checkpoint.Storage) { commit(t, s, 1); commit(t, s, 2) }, false, 2, "", "restored from checkpoint 2"},
+		{"restore off", func(t *testing.T, _ string, s *checkpoint.Storage) { commit(t, s, 1) }, true, 0, "", ""},
+		{"newest corrupt", func(t *testing.T, dir string, s *checkpoint.Storage) {
+			commit(t, s, 1)
+			commit(t, s, 2)
+			corrupt(t, dir, 2)
+		}, false, 1, "", "skipped corrupt checkpoint 2"},
+		{"all corrupt", func(t *testing.T, dir string, s *checkpoint.Storage) { commit(t, s, 1); corrupt(t, dir, 1) },
+			false, 0, "none of the 1 checkpoints", "skipped corrupt checkpoint 1"},
+		{"finished", func(t *testing.T, _ string, s *checkpoint.Storage) {
+			commit(t, s, 1)
+			if err := s.MarkFinished(time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}, false, 0, "", "starting over"},
+		{"crashed after a finished run", func(t *testing.T, _ string, s *checkpoint.Storage) {
+			commit(t, s, 1)
+			if err := s.MarkFinished(time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			commit(t, s, 2)
+		}, false, 2, "", "restored from checkpoint 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := checkpoint.OpenStorage(checkpoint.StorageOptions{Dir: dir, Keep: 10, Graph: graph})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.build(t, dir, s)
+			j := NewJob("j-1", "j", nil, nil)
+			store := memJobStore(t)
+			rp, err := restoreJob(context.Background(), j, &checkpointConfig{dir: dir, restore: !tc.off, graph: graph},
+				&executor.Graph{Nodes: []*executor.Node{{Name: "src", Parallelism: 1}}}, store)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			var got checkpoint.ID
+			if rp != nil {
+				got = rp.id
+			}
+			if got != tc.want {
+				t.Errorf("restored checkpoint %d, want %d", got, tc.want)
+			}
+			if tc.message != "" && !hasMessage(j, tc.message) {
+				msgs, _, _ := j.Updates(0)
+				t.Errorf("no message %q in %v", tc.message, msgs)
+			}
+		})
+	}
+}
+
+func memJobStore(t *testing.T) *weirstate.Store {
+	t.Helper()
+	s, err := weirstate.Open(weirstate.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
