@@ -38,6 +38,9 @@ type StorageOptions struct {
 	Keep int
 	// Job names the job in manifests.
 	Job string
+	// Graph is the job's graph, recorded in every manifest so that a
+	// restore can refuse a checkpoint of another graph (CheckGraph).
+	Graph []GraphNode
 }
 
 // Storage writes checkpoints into a root folder so that only complete ones
@@ -46,10 +49,11 @@ type StorageOptions struct {
 // A crash at any point leaves at most a .tmp folder, which OpenStorage
 // removes.
 type Storage struct {
-	fs   vfs.FS
-	dir  string
-	keep int
-	job  string
+	fs    vfs.FS
+	dir   string
+	keep  int
+	job   string
+	graph []GraphNode
 }
 
 // OpenStorage opens (creating) the checkpoint root and removes what
@@ -64,7 +68,7 @@ func OpenStorage(o StorageOptions) (*Storage, error) {
 	if o.Keep <= 0 {
 		o.Keep = 3
 	}
-	s := &Storage{fs: o.FS, dir: o.Dir, keep: o.Keep, job: o.Job}
+	s := &Storage{fs: o.FS, dir: o.Dir, keep: o.Keep, job: o.Job, graph: o.Graph}
 	if err := s.fs.MkdirAll(s.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("checkpoint: create %s: %w", s.dir, err)
 	}
@@ -120,6 +124,8 @@ type Manifest struct {
 	Subtasks []SubtaskMeta `json:"subtasks,omitempty"`
 	// Stats are the checkpoint's statistics, for `weir checkpoints`.
 	Stats *ManifestStats `json:"stats,omitempty"`
+	// Graph is the graph of the job that wrote it, node by node.
+	Graph []GraphNode `json:"graph,omitempty"`
 }
 
 // File is one file of a checkpoint.
@@ -180,7 +186,7 @@ func (s *Storage) Begin(id ID) (*Writer, error) {
 		return nil, fmt.Errorf("checkpoint %d: create %s: %w", id, tmp, err)
 	}
 	return &Writer{s: s, id: id, tmp: tmp, names: map[string]bool{},
-		m: Manifest{Version: manifestVersion, Checkpoint: id, Job: s.job, KeyGroups: KeyGroups}}, nil
+		m: Manifest{Version: manifestVersion, Checkpoint: id, Job: s.job, KeyGroups: KeyGroups, Graph: s.graph}}, nil
 }
 
 // ID is the checkpoint being written.

@@ -23,6 +23,13 @@
 //   - when every channel has ended, the operator finishes and the subtask
 //     ends its outputs.
 //
+// A restored graph (Graph.Restore, restore.go) starts each subtask where a
+// checkpoint left it, before its first message: a source reads its
+// recorded position (Injector.Restored) and one that had ended does not
+// run; an operator gets its snapshot back (StateRestorer), then each port
+// its recorded watermark, then the in-flight data an unaligned barrier
+// had overtaken. The store's records are the runner's to import first.
+//
 // Because the channels are bounded, a slow operator back-pressures its
 // producers. The first error of any subtask cancels the whole graph.
 package executor

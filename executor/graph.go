@@ -55,6 +55,9 @@ type Graph struct {
 	// Now is the clock of checkpoint statistics and aligned timeouts;
 	// default time.Now.
 	Now func() time.Time
+	// Restore, if set, returns what each subtask of a restored job starts
+	// from (nil: a fresh start); see restore.go.
+	Restore func(node, subtask int) *SubtaskRestore
 
 	// targets are the subtasks barriers are injected into: sources, and
 	// subtasks running on after their inputs ended. lastBarrier is the
@@ -103,11 +106,15 @@ func (g *Graph) Run(ctx context.Context, barriers <-chan BarrierID) error {
 			var op Operator
 			var src Source
 			var err error
+			rs := g.restoreOf(st.node, st.index)
 			if len(n.Inputs) == 0 {
 				if n.NewSource == nil {
 					return fmt.Errorf("executor: node %s has no inputs and no NewSource", n.Name)
 				}
 				src, err = n.NewSource(st.index, st.out)
+				if rs != nil && rs.Finished {
+					src = endedSource{}
+				}
 				g.mu.Lock()
 				g.targets = append(g.targets, st)
 				g.mu.Unlock()
@@ -121,7 +128,7 @@ func (g *Graph) Run(ctx context.Context, barriers <-chan BarrierID) error {
 			go func() {
 				defer wg.Done()
 				defer close(st.done)
-				if err := g.runSubtask(ctx, st, op, src); err != nil {
+				if err := g.runSubtask(ctx, st, op, src, rs); err != nil {
 					fail(fmt.Errorf("%s[%d]: %w", n.Name, st.index, err))
 					return
 				}
@@ -173,7 +180,7 @@ func (g *Graph) inputsEnded(st *subtask, last BarrierID) {
 	}
 }
 
-func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src Source) error {
+func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src Source, rs *SubtaskRestore) error {
 	ack := func(id BarrierID) {
 		if g.OnAck != nil {
 			g.OnAck(st.node, st.index, id)
@@ -182,6 +189,9 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 	inj := &Injector{ctx: ctx, in: st.inject, out: st.out, ack: ack, op: op,
 		cp: g.Checkpoints, node: st.node, sub: st.index, now: g.Now}
 	if src != nil {
+		if rs != nil {
+			inj.restored = rs.State
+		}
 		if err := src.Run(ctx, st.out, inj); err != nil {
 			return err
 		}
@@ -194,6 +204,9 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 	gt.watchSpread(st.spread, st.index, st.from)
 	gt.cp, gt.node, gt.sub, gt.now = g.Checkpoints, st.node, st.index, g.Now
 	gt.scan = st.in.scan
+	if err := gt.restore(ctx, rs); err != nil {
+		return err
+	}
 	gt.inputsEnded = func(last BarrierID) {
 		inj.last = last
 		inj.watermarks = gt.inputWatermarks(nil) // at the end of time now
@@ -364,6 +377,7 @@ type Injector struct {
 	// watermarks are the input watermarks of an operator whose inputs
 	// ended, recorded with its snapshots.
 	watermarks []mtime.Time
+	restored   []byte // see Restored
 }
 
 // OnSnapshot registers what a source adds to each snapshot it takes: its

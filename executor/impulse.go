@@ -2,6 +2,8 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 
@@ -19,6 +21,15 @@ var impulseElem = wire.AppendWindowedValue(nil, mtime.MinTimestamp, nil, []byte{
 // Run implements Source.
 func (Impulse) Run(ctx context.Context, out *Output, inj *Injector) error {
 	fired := false
+	if b := inj.Restored(); b != nil {
+		var st struct {
+			Fired bool `json:"fired"`
+		}
+		if err := json.Unmarshal(b, &st); err != nil {
+			return fmt.Errorf("impulse: restore %q: %w", b, err)
+		}
+		fired = st.Fired
+	}
 	// A restored job must not fire Impulse again: what it started is in
 	// the snapshot downstream.
 	inj.OnSnapshot(func() ([]byte, error) {
@@ -30,10 +41,12 @@ func (Impulse) Run(ctx context.Context, out *Output, inj *Injector) error {
 	if _, err := inj.Poll(); err != nil {
 		return err
 	}
-	if err := out.Emit(ctx, 0, [][]byte{impulseElem}); err != nil {
-		return err
+	if !fired {
+		if err := out.Emit(ctx, 0, [][]byte{impulseElem}); err != nil {
+			return err
+		}
+		fired = true
 	}
-	fired = true
 	if _, err := inj.Poll(); err != nil {
 		return err
 	}

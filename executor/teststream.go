@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 
@@ -55,6 +56,11 @@ type TestStream struct {
 	Start mtime.Time
 	// Batch bounds the elements per emitted batch; default 256.
 	Batch int
+	// Before, if set, is called before event i is replayed, with a
+	// function that takes the barriers waiting (Injector.Poll). Crash
+	// tests hold the replay at an event there until checkpoints complete,
+	// then fail it; an error ends the replay.
+	Before func(ctx context.Context, i int, poll func() error) error
 }
 
 // Run implements Source.
@@ -65,15 +71,35 @@ func (s *TestStream) Run(ctx context.Context, out *Output, inj *Injector) error 
 	}
 	r := &replay{out: out, inj: inj, wm: mtime.MinTimestamp, pt: min(max(s.Start, mtime.MinTimestamp), mtime.MaxTimestamp),
 		events: len(s.Events)}
+	if err := r.restore(inj.Restored()); err != nil {
+		return err
+	}
 	inj.OnSnapshot(r.position)
 	if err := r.poll(); err != nil {
 		return err
 	}
+	if r.wm > mtime.MinTimestamp {
+		// Restored: the consumers start at their recorded watermarks, but
+		// a consumer that had none yet learns it here.
+		if err := out.Watermark(ctx, r.wm); err != nil {
+			return err
+		}
+	}
 	if err := out.ProcessingTime(ctx, r.pt); err != nil {
 		return err
 	}
-	for i, ev := range s.Events {
+	for i := r.next; i < len(s.Events); i++ {
+		ev := s.Events[i]
+		if i == r.next && r.sent > 0 && ev.Kind == TestStreamElements {
+			// Elements of this event before the snapshot went out already.
+			ev.Elements = ev.Elements[min(r.sent, len(ev.Elements)):]
+		}
 		r.cur = i
+		if s.Before != nil {
+			if err := s.Before(ctx, i, r.poll); err != nil {
+				return err
+			}
+		}
 		if err := r.event(ctx, ev, batch); err != nil {
 			return err
 		}
@@ -102,6 +128,26 @@ type TestStreamPosition struct {
 	Sent           int        `json:"sent"`
 	Watermark      mtime.Time `json:"watermark"`
 	ProcessingTime mtime.Time `json:"processing_time"`
+}
+
+// restore resumes the replay at a recorded position; b nil is a fresh
+// start.
+func (r *replay) restore(b []byte) error {
+	if b == nil {
+		return nil
+	}
+	var pos TestStreamPosition
+	if err := json.Unmarshal(b, &pos); err != nil {
+		return fmt.Errorf("test stream: restore %q: %w", b, err)
+	}
+	if pos.Next < 0 || pos.Next > r.events || pos.Sent < 0 {
+		return fmt.Errorf("test stream: restore: position %+v outside its %d events", pos, r.events)
+	}
+	r.next, r.sent, r.cur = pos.Next, pos.Sent, pos.Next
+	// The recorded processing time, not this run's start: the replay is
+	// deterministic, and a later start would fire processing-time triggers.
+	r.wm, r.pt = pos.Watermark, pos.ProcessingTime
+	return nil
 }
 
 func (r *replay) position() ([]byte, error) {

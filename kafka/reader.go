@@ -37,6 +37,11 @@ type ReaderOptions struct {
 	MaxPoll int
 	// ClientOpts are added to the franz-go client's options.
 	ClientOpts []kgo.Opt
+	// Resume, if set, is the position of a restored reader (Position at a
+	// checkpoint): partitions it lists start at their recorded next
+	// offset instead of the configured start; others (added since) start
+	// as configured.
+	Resume *Position
 }
 
 // Record is a record as the reader delivers it.
@@ -144,6 +149,7 @@ func Open(ctx context.Context, cfg *kafkaio.ReadConfig, opts ReaderOptions) (*Re
 			return nil, err
 		}
 	}
+	r.resume(opts.Resume)
 	now := r.clock.Now()
 	r.splits = watermarkmgr.NewSplits(len(r.parts), watermarkmgr.SplitsConfig{
 		OutOfOrderness: time.Duration(cfg.MaxOutOfOrdernessMillis) * time.Millisecond,

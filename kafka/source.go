@@ -3,6 +3,8 @@ package kafka
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
@@ -30,10 +32,28 @@ type Source struct {
 // brokers and topics are there), then emits each poll's records and every
 // advance of the watermark, until a bounded read ends or ctx is cancelled.
 func (s *Source) Run(ctx context.Context, out *executor.Output, inj *executor.Injector) error {
+	opts := s.Options
+	var restored []byte
+	if b := inj.Restored(); b != nil {
+		var pos Position
+		if err := json.Unmarshal(b, &pos); err != nil {
+			return fmt.Errorf("kafka source %s: restore position %q: %w", opts.Name, b, err)
+		}
+		opts.Resume, restored = &pos, b
+	}
+	// Until the reader is open, a snapshot records the restored position,
+	// or none: nothing has been read.
+	var r *Reader
+	inj.OnSnapshot(func() ([]byte, error) {
+		if r == nil {
+			return restored, nil
+		}
+		return json.Marshal(r.Position())
+	})
 	if _, err := inj.Poll(); err != nil {
 		return err
 	}
-	r, err := Open(ctx, s.Config, s.Options)
+	r, err := Open(ctx, s.Config, opts)
 	if err != nil {
 		return err
 	}

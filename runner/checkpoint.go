@@ -37,7 +37,7 @@ const (
 // options known to them (the runner reads them from the job's options).
 var (
 	_ = flag.String(CheckpointIntervalOption, "", "weir: checkpoint every interval (e.g. 10s); empty: no checkpoints")
-	_ = flag.String(CheckpointDirOption, "", "weir: checkpoint folder; default <state dir>/jobs/<job id>/checkpoints")
+	_ = flag.String(CheckpointDirOption, "", "weir: checkpoint folder; default <state dir>/jobs/<job name>/checkpoints")
 	_ = flag.String(CheckpointModeOption, "aligned", "weir: aligned, unaligned or aligned-timeout")
 	_ = flag.String(CheckpointAlignedTimeoutOption, "", "weir: with aligned-timeout, go unaligned this long after the trigger")
 	_ = flag.String(CheckpointTimeoutOption, "", "weir: expire a checkpoint not complete in this long; default 10m")
@@ -50,6 +50,11 @@ type checkpointConfig struct {
 	coord checkpoint.Options
 	dir   string
 	keep  int
+	// restore says whether the job resumes from the root's newest
+	// checkpoint (RestoreOption); graph is the job's graph, which every
+	// manifest records and a restore must match.
+	restore bool
+	graph   []checkpoint.GraphNode
 }
 
 // checkpointOptions reads a job's checkpoint options; nil when the job
@@ -105,9 +110,27 @@ func checkpointOptions(j *Job, stateDir string) (*checkpointConfig, error) {
 	}
 	c.dir = opt(CheckpointDirOption)
 	if c.dir == "" {
-		c.dir = filepath.Join(stateDir, "jobs", safeName(string(j.ID)), "checkpoints")
+		c.dir = filepath.Join(stateDir, "jobs", safeName(jobFolder(j)), "checkpoints")
 	}
+	restore, err := restoreEnabled(j)
+	if err != nil {
+		return nil, err
+	}
+	c.restore = restore
 	return c, nil
+}
+
+// jobFolder names a job's folder under the state dir: its name, so that
+// the job submitted again under the same name (after a crash, or a restart
+// of weir serve) finds its checkpoints; job ids (name-N) change with every
+// submission. A job without a name uses its id, and so never restores by
+// default. Two jobs running at once under one name share the folder and
+// must not: give one another name or --weir_checkpoint_dir.
+func jobFolder(j *Job) string {
+	if j.Name != "" {
+		return j.Name
+	}
+	return string(j.ID)
 }
 
 // safeName keeps a job id usable as one folder name.
@@ -158,7 +181,8 @@ type snapKey struct {
 // many failed checkpoints). Call close when the graph has returned.
 func startCheckpoints(j *Job, cfg *checkpointConfig, g *executor.Graph, store *state.Store,
 	namespaces func(node, sub int) []string, fail func(error)) (*jobCheckpoints, error) {
-	storage, err := checkpoint.OpenStorage(checkpoint.StorageOptions{Dir: cfg.dir, Keep: cfg.keep, Job: j.Name})
+	storage, err := checkpoint.OpenStorage(checkpoint.StorageOptions{Dir: cfg.dir, Keep: cfg.keep, Job: j.Name,
+		Graph: cfg.graph})
 	if err != nil {
 		return nil, err
 	}

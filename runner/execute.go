@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
@@ -31,8 +32,9 @@ type LocalExecutor struct {
 	// says otherwise.
 	NoLift bool
 	// StateDir holds what jobs keep beyond their end: checkpoints, under
-	// jobs/<job id>/checkpoints unless a job names its own folder. Default
-	// weir under the system's temporary folder.
+	// jobs/<job name>/checkpoints unless a job names its own folder, so a
+	// job submitted again under its name resumes from them. Default weir
+	// under the system's temporary folder.
 	StateDir string
 }
 
@@ -99,11 +101,27 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		return err
 	}
 	var barriers chan executor.BarrierID
+	var ck *jobCheckpoints
 	if ckCfg != nil {
+		release, err := claimRoot(ckCfg.dir, j.ID)
+		if err != nil {
+			return err
+		}
+		// Deferred first, so it runs after the checkpoints are closed.
+		defer release()
+		// Before any subtask runs: the store is fresh and nothing read it.
+		ckCfg.graph = graphShape(plan, g)
+		rp, err := restoreJob(ctx, j, ckCfg, g, store)
+		if err != nil {
+			return err
+		}
+		if rp != nil {
+			g.Restore = rp.subtask
+		}
 		runCtx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		ctx = runCtx
-		ck, err := startCheckpoints(j, ckCfg, g, store, func(node, sub int) []string {
+		ck, err = startCheckpoints(j, ckCfg, g, store, func(node, sub int) []string {
 			return stageNamespaces(plan.Stages[node], sub)
 		}, func(err error) { cancel(err) })
 		if err != nil {
@@ -114,6 +132,14 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		g.Checkpoints, barriers = ck, ck.barriers
 	}
 	err = g.Run(ctx, barriers)
+	if err == nil && ck != nil {
+		// Ended by itself (inputs ended, or drained): the next run of the
+		// job starts over. After close, so no checkpoint completes later.
+		ck.close()
+		if err := ck.storage.MarkFinished(time.Now()); err != nil {
+			j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "%v", err)
+		}
+	}
 	if cause := context.Cause(ctx); err != nil && errors.Is(cause, checkpoint.ErrTooManyFailures) {
 		// Not the error of whichever subtask saw the cancellation first.
 		return cause
@@ -188,6 +214,10 @@ func importance(s fnpb.LogEntry_Severity_Enum) jobpb.JobMessage_MessageImportanc
 // testHookStore, if set, is handed each job's store once it is open.
 var testHookStore func(*state.Store)
 
+// testHookTestStream, if set, is handed each TestStream source before its
+// job runs (crash tests set its Before).
+var testHookTestStream func(*Job, *executor.TestStream)
+
 // buildGraph makes one executor node per stage.
 func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, store *state.Store, j *Job, late *executor.LateData, held *heldGroups, parallelism int) (*executor.Graph, error) {
 	spread, err := spreadWarning(j)
@@ -242,6 +272,9 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 		case translate.KindTestStream:
 			n.Parallelism = 1
 			src := testStreamSource(s)
+			if testHookTestStream != nil {
+				testHookTestStream(j, src)
+			}
 			n.NewSource = func(int, *executor.Output) (executor.Source, error) { return src, nil }
 			n.Arrivals = late.Source(s.Transforms[0], s.Name)
 		case translate.KindFlatten:

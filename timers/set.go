@@ -161,3 +161,19 @@ func (h *holdHeap) Pop() any {
 	*h = old[:len(old)-1]
 	return it
 }
+
+// All returns the live timers in the order they were set, so that a
+// checkpoint can hold them and Set, called in that order, rebuilds the
+// same set (ties between equal fire times keep their order).
+func (s *Set) All() []Timer {
+	items := make([]*item, 0, len(s.live))
+	for _, it := range s.live {
+		items = append(items, it)
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].seq < items[j].seq })
+	out := make([]Timer, len(items))
+	for i, it := range items {
+		out[i] = it.t
+	}
+	return out
+}

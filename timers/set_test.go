@@ -1,6 +1,7 @@
 package timers
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
@@ -102,5 +103,19 @@ func TestDomainsAreSeparate(t *testing.T) {
 	}
 	if _, ok := s.Next(ProcessingTime); ok {
 		t.Fatal("a processing-time timer is left")
+	}
+}
+
+func TestAllInSetOrder(t *testing.T) {
+	s := New()
+	s.Set(Timer{Family: "a", Fire: 30})
+	s.Set(Timer{Family: "b", Fire: 10})
+	s.Set(Timer{Family: "a", Fire: 20}) // replaces the first
+	var got []string
+	for _, x := range s.All() {
+		got = append(got, fmt.Sprint(x.Family, x.Fire))
+	}
+	if fmt.Sprint(got) != "[b10 a20]" {
+		t.Errorf("All = %v, want [b10 a20]", got)
 	}
 }

@@ -31,7 +31,7 @@ func serve(args []string, stdout io.Writer) error {
 	timeout := fs.Duration("shutdown-timeout", 30*time.Second, "how long to wait for running jobs on shutdown")
 	expPort := fs.Int("expansion-port", -1, "port of an expansion service for Beam's kafkaio transforms (0 picks a free port; -1 serves none)")
 	lift := fs.Bool("combine-lifting", true, "run combines lifted (precombine before the shuffle) unless a job's --weir_combine_lifting says otherwise")
-	stateDir := fs.String("state-dir", "", "folder for what outlives a job, such as checkpoints under jobs/<job id>/checkpoints (default: weir in the temporary directory)")
+	stateDir := fs.String("state-dir", "", "folder for what outlives a job, such as checkpoints under jobs/<job name>/checkpoints, which a job submitted again under its name resumes from (default: weir in the temporary directory)")
 	debugAddr := fs.String("debug-addr", "", "if set, serve Go's net/http/pprof profiles on this address (e.g. localhost:6060)")
 	if err := parseFlags(fs, args); err != nil {
 		return err

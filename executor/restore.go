@@ -1,0 +1,98 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+)
+
+// SubtaskRestore is what one subtask of a restored job starts from: the
+// part of a checkpoint its snapshot wrote. The store's records are not
+// here: the runner imports them into the fresh store before the graph
+// runs.
+type SubtaskRestore struct {
+	// Finished says the subtask had ended before the checkpoint was taken,
+	// so the checkpoint holds no part of it: everything it produced is
+	// downstream. A source that finished does not run again; an operator
+	// runs as usual (its inputs end at once).
+	Finished bool
+	// State is what the operator (StateRestorer) or source
+	// (Injector.Restored) recorded outside the store.
+	State []byte
+	// Watermarks are the input watermark of each port at the snapshot.
+	Watermarks []mtime.Time
+	// InFlight is the data an unaligned barrier overtook (see
+	// DecodeInFlight), re-processed before anything new.
+	InFlight []byte
+}
+
+// StateRestorer is the other half of StateSnapshotter: a restored
+// subtask's operator gets back what its SnapshotState returned, before its
+// first input, watermark or Finish.
+type StateRestorer interface {
+	RestoreState(state []byte) error
+}
+
+// Restored returns what the source recorded through OnSnapshot in the
+// checkpoint the job was restored from; nil for a fresh start. A source
+// reads it at the start of Run and resumes from there.
+func (inj *Injector) Restored() []byte { return inj.restored }
+
+// restoreOf returns what a subtask restores, nil for a fresh start.
+func (g *Graph) restoreOf(node, sub int) *SubtaskRestore {
+	if g.Restore == nil {
+		return nil
+	}
+	return g.Restore(node, sub)
+}
+
+// endedSource is a restored source that had finished: it produces nothing.
+type endedSource struct{}
+
+func (endedSource) Run(context.Context, *Output, *Injector) error { return nil }
+
+// restore starts a restored subtask where its snapshot left it, before any
+// message: the operator's own state, then its ports at the recorded input
+// watermarks (so that it neither fires windows again nor earlier than it
+// would have: restored producers that start behind are ignored until they
+// catch up, as watermarks never move back), then the in-flight data, which
+// was sent before the barrier and so comes before anything new.
+func (g *gate) restore(ctx context.Context, rs *SubtaskRestore) error {
+	if rs == nil {
+		return nil
+	}
+	if rs.State != nil {
+		sr, ok := g.op.(StateRestorer)
+		if !ok {
+			return fmt.Errorf("executor: restore: the checkpoint holds state of the operator (%d bytes) but %T cannot restore it", len(rs.State), g.op)
+		}
+		if err := sr.RestoreState(rs.State); err != nil {
+			return fmt.Errorf("executor: restore state: %w", err)
+		}
+	}
+	if len(rs.Watermarks) > len(g.ports) {
+		return fmt.Errorf("executor: restore: %d port watermarks recorded, the subtask has %d ports", len(rs.Watermarks), len(g.ports))
+	}
+	for p, wm := range rs.Watermarks {
+		if wm <= mtime.MinTimestamp {
+			continue
+		}
+		for i := range g.channels {
+			if c := &g.channels[i]; c.port == p {
+				if err := g.ports[p].Advance(c.in, wm); err != nil {
+					return fmt.Errorf("executor: restore watermark of port %d: %w", p, err)
+				}
+			}
+		}
+		if err := g.advance(ctx, p); err != nil {
+			return err
+		}
+	}
+	return DecodeInFlight(rs.InFlight, func(ch, port int, elems [][]byte) error {
+		if ch < 0 || ch >= len(g.channels) || g.channels[ch].port != port {
+			return fmt.Errorf("executor: restore: in-flight data of channel %d port %d, which the subtask does not have", ch, port)
+		}
+		return g.op.Process(ctx, port, elems)
+	})
+}

@@ -1,0 +1,188 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/weir-runner/weir/checkpoint"
+	"github.com/weir-runner/weir/executor"
+	"github.com/weir-runner/weir/state"
+	"github.com/weir-runner/weir/translate"
+)
+
+// RestoreOption turns restore off: a job with checkpoints resumes from the
+// newest valid checkpoint in its root unless it sets --weir_restore=false,
+// which starts it over (its checkpoints then continue the root's
+// numbering, so the old ones age out).
+const RestoreOption = "weir_restore"
+
+var _ = flag.String(RestoreOption, "", "weir: resume from the newest checkpoint in the checkpoint folder (default true); false starts over")
+
+// restoreEnabled reads RestoreOption.
+func restoreEnabled(j *Job) (bool, error) {
+	v := pipelineOption(j.Options, RestoreOption)
+	if v == "" {
+		return true, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("option --%s=%q: want true or false", RestoreOption, v)
+	}
+	return b, nil
+}
+
+// graphShape is what a manifest records of the job's graph.
+func graphShape(plan *translate.Plan, g *executor.Graph) []checkpoint.GraphNode {
+	shape := make([]checkpoint.GraphNode, len(g.Nodes))
+	for i, n := range g.Nodes {
+		shape[i] = checkpoint.GraphNode{Stage: string(plan.Stages[i].ID), Name: plan.Stages[i].Name, Parallelism: n.Parallelism}
+	}
+	return shape
+}
+
+// restorePoint is the checkpoint a job resumes from, read and checked.
+type restorePoint struct {
+	id       checkpoint.ID
+	subtasks map[checkpoint.Task]*executor.SubtaskRestore
+}
+
+// subtask implements executor.Graph.Restore. A subtask the checkpoint has
+// no part of had ended before it was taken.
+func (r *restorePoint) subtask(node, sub int) *executor.SubtaskRestore {
+	if rs, ok := r.subtasks[checkpoint.Task{Node: node, Subtask: sub}]; ok {
+		return rs
+	}
+	return &executor.SubtaskRestore{Finished: true}
+}
+
+// restoreJob finds the checkpoint the job resumes from and loads its
+// store records into store, which must be fresh. It returns nil when there
+// is nothing to resume (restore off, or an empty root). Corrupt
+// checkpoints newer than the one used are reported as job warnings; a root
+// whose checkpoints all fail to verify fails the job rather than silently
+// starting over and repeating its output.
+func restoreJob(ctx context.Context, j *Job, cfg *checkpointConfig, g *executor.Graph, store *state.Store) (*restorePoint, error) {
+	if !cfg.restore {
+		return nil, nil
+	}
+	storage, err := checkpoint.OpenStorage(checkpoint.StorageOptions{Dir: cfg.dir, Job: j.Name})
+	if err != nil {
+		return nil, fmt.Errorf("restore: %w", err)
+	}
+	last, finished, err := storage.FinishedAt()
+	if err != nil {
+		return nil, fmt.Errorf("restore: %w", err)
+	}
+	c, corrupt, err := storage.Latest()
+	for _, ce := range corrupt {
+		j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "restore: skipped corrupt %v", ce)
+	}
+	if finished && (errors.Is(err, checkpoint.ErrNoCheckpoint) || err == nil && c.Manifest.Checkpoint <= last) {
+		// Its last run ended by itself: this one is a new run.
+		j.Logf(jobpb.JobMessage_JOB_MESSAGE_BASIC, "the previous run of job %s finished; starting over (its checkpoints in %s are not restored)",
+			j.Name, cfg.dir)
+		return nil, nil
+	}
+	switch {
+	case errors.Is(err, checkpoint.ErrNoCheckpoint) && len(corrupt) == 0:
+		return nil, nil
+	case errors.Is(err, checkpoint.ErrNoCheckpoint):
+		return nil, fmt.Errorf("restore: none of the %d checkpoints in %s verifies; set --%s=false to start over",
+			len(corrupt), cfg.dir, RestoreOption)
+	case err != nil:
+		return nil, fmt.Errorf("restore from %s: %w", cfg.dir, err)
+	}
+	if err := checkpoint.CheckGraph(&c.Manifest, cfg.graph); err != nil {
+		return nil, fmt.Errorf("restore from %s: %w", c.Dir, err)
+	}
+	rp, files, err := readRestorePoint(storage, c)
+	if err != nil {
+		return nil, fmt.Errorf("restore from %s: %w", c.Dir, err)
+	}
+	if err := store.Import(ctx, storage.FS(), files); err != nil {
+		return nil, fmt.Errorf("restore from %s: %w", c.Dir, err)
+	}
+	j.Logf(jobpb.JobMessage_JOB_MESSAGE_BASIC, "restored from checkpoint %d (%s): %d subtasks, %d state files",
+		c.Manifest.Checkpoint, c.Dir, len(rp.subtasks), len(files))
+	for _, w := range rp.lostSideInputs(g) {
+		j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "restore: %s", w)
+	}
+	return rp, nil
+}
+
+// lostSideInputs names the side inputs of a restored job: their contents
+// are not in checkpoints, and their producers resume where the checkpoint
+// left them rather than produce again, so a side input holds only what is
+// produced after the restore, and nothing if its producer had ended.
+func (r *restorePoint) lostSideInputs(g *executor.Graph) []string {
+	var out []string
+	for _, n := range g.Nodes {
+		for _, in := range n.Inputs {
+			if in.Partition != executor.Broadcast {
+				continue
+			}
+			what := "it holds only what is produced after the restore"
+			for sub := range g.Nodes[in.From].Parallelism {
+				if r.subtask(in.From, sub).Finished {
+					what = "it had ended before the checkpoint, so the side input is empty now"
+					break
+				}
+			}
+			out = append(out, fmt.Sprintf("stage %s reads a side input from %s, and side inputs are not in checkpoints: %s",
+				n.Name, g.Nodes[in.From].Name, what))
+		}
+	}
+	return out
+}
+
+// readRestorePoint reads every subtask's metadata and in-flight data, and
+// returns the paths of the state files to import.
+func readRestorePoint(storage *checkpoint.Storage, c *checkpoint.Checkpoint) (*restorePoint, []string, error) {
+	fs := storage.FS()
+	rp := &restorePoint{id: c.Manifest.Checkpoint, subtasks: map[checkpoint.Task]*executor.SubtaskRestore{}}
+	var files []string
+	for _, sm := range c.Manifest.Subtasks {
+		task := checkpoint.Task{Node: sm.Node, Subtask: sm.Subtask}
+		if sm.Node < 0 || sm.Node >= len(c.Manifest.Graph) || sm.Subtask < 0 || sm.Subtask >= c.Manifest.Graph[sm.Node].Parallelism {
+			return nil, nil, fmt.Errorf("subtask %d/%d is not in the checkpoint's graph", sm.Node, sm.Subtask)
+		}
+		var meta subtaskMeta
+		if err := json.Unmarshal(sm.Meta, &meta); err != nil {
+			return nil, nil, fmt.Errorf("subtask %d/%d: metadata: %w", sm.Node, sm.Subtask, err)
+		}
+		rs := &executor.SubtaskRestore{State: meta.State}
+		for _, wm := range meta.Watermarks {
+			rs.Watermarks = append(rs.Watermarks, mtime.Time(wm))
+		}
+		if meta.StateFile != "" {
+			files = append(files, c.Path(fs, meta.StateFile))
+		}
+		if meta.InFlightFile != "" {
+			b, err := readFile(fs, c.Path(fs, meta.InFlightFile))
+			if err != nil {
+				return nil, nil, fmt.Errorf("subtask %d/%d: in-flight data: %w", sm.Node, sm.Subtask, err)
+			}
+			rs.InFlight = b
+		}
+		rp.subtasks[task] = rs
+	}
+	return rp, files, nil
+}
+
+func readFile(fs vfs.FS, path string) ([]byte, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
