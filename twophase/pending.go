@@ -1,7 +1,9 @@
 package twophase
 
 import (
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
@@ -25,6 +27,7 @@ type Pending struct {
 var (
 	recordsCell = state.Cell{Transform: "weir:sink", StateID: "pending"}
 	sealedCell  = state.Cell{Transform: "weir:sink", StateID: "sealed"}
+	runCell     = state.Cell{Transform: "weir:sink", StateID: "run"}
 )
 
 // NewPending returns the pending output kept under namespace ns (the sink
@@ -88,6 +91,35 @@ func (p *Pending) Sealed() (executor.BarrierID, error) {
 		return executor.BarrierID(binary.BigEndian.Uint64(b)), nil
 	}
 	return 0, fmt.Errorf("sink %s: sealed barrier record of %d bytes", p.name, len(b))
+}
+
+// Run returns the token of the sink's run: random, made at the first call
+// on a fresh store and kept in it, so a restored sink has the token of the
+// run it restores. A sink writes it with its marker: a marker with another
+// token was left by another run of the job (one started afresh, whose
+// checkpoints begin again at 1) and says nothing about this run's epochs.
+func (p *Pending) Run() (string, error) {
+	t := p.us.Begin()
+	defer t.Abort()
+	b, err := t.BagRead(runCell)
+	if err != nil {
+		return "", fmt.Errorf("sink %s: read run token: %w", p.name, err)
+	}
+	if len(b) > 0 {
+		return string(b), nil
+	}
+	var r [8]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return "", fmt.Errorf("sink %s: make run token: %w", p.name, err)
+	}
+	tok := hex.EncodeToString(r[:])
+	if err := t.BagAppend(runCell, never, []byte(tok)); err != nil {
+		return "", fmt.Errorf("sink %s: keep run token: %w", p.name, err)
+	}
+	if err := t.Commit(); err != nil {
+		return "", fmt.Errorf("sink %s: keep run token: %w", p.name, err)
+	}
+	return tok, nil
 }
 
 // Read calls fn with every value of the epochs in [lo, hi), epoch by

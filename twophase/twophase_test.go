@@ -92,6 +92,8 @@ func TestPendingSurvivesRestore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	run, err := p.Run()
+	must(err)
 	must(p.Append(0, [][]byte{[]byte("a"), []byte("b")}))
 	must(other.Append(0, [][]byte{[]byte("x")}))
 	must(p.Seal(2))
@@ -110,6 +112,12 @@ func TestPendingSurvivesRestore(t *testing.T) {
 	}
 	if b, err := r.Sealed(); err != nil || b != 3 {
 		t.Errorf("restored Sealed() = %d, %v; want 3", b, err)
+	}
+	if got, err := r.Run(); err != nil || got != run || len(run) != 16 {
+		t.Errorf("restored Run() = %q, %v; want %q", got, err, run)
+	}
+	if fresh, _ := NewPending(twophasetest.Store(t), "sink/0", "s").Run(); fresh == run {
+		t.Errorf("a fresh store has the run token %q of another", fresh)
 	}
 	must(r.Delete(2))
 	if got, want := read(t, r, 0, 10), []string{"2:c"}; !slices.Equal(got, want) {
