@@ -44,7 +44,7 @@ func elems(vals ...string) [][]byte {
 	var out [][]byte
 	for _, v := range vals {
 		b := []byte{0x7f, 0xdf, 0x3b, 0x64, 0x5a, 0x1c, 0xac, 0x08} // the minimum timestamp
-		b = append(b, 0, 0, 0, 1, 0x0f)                         // one window, pane: no firing
+		b = append(b, 0, 0, 0, 1, 0x0f)                             // one window, pane: no firing
 		b = append(b, byte(len(v)))
 		out = append(out, append(b, v...))
 	}
