@@ -122,9 +122,10 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 }
 
 // stageNamespaces returns the store namespaces a stage's subtask writes:
-// one for a group-by-key or a stateful stage, none otherwise.
+// one for a group-by-key, a stateful stage or a two-phase-commit sink,
+// none otherwise.
 func stageNamespaces(s *translate.Stage, sub int) []string {
-	if s.Kind == translate.KindGBK || (s.Kind == translate.KindSDK && s.Stateful != nil) {
+	if s.Kind == translate.KindGBK || (s.Kind == translate.KindSDK && s.Stateful != nil) || twoPhase(s) {
 		return []string{stageNamespace(s, sub)}
 	}
 	return nil
@@ -234,6 +235,14 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 				ni.Partition, ni.Key = executor.Hash, keyFunc(src)
 			}
 			n.Inputs = append(n.Inputs, ni)
+		}
+		if twoPhase(s) { // runner/commit.go
+			if err := twoPhaseNode(n, s, plan, store, j); err != nil {
+				return nil, err
+			}
+			nodeOf[s.ID] = len(g.Nodes)
+			g.Nodes = append(g.Nodes, n)
+			continue
 		}
 		switch s.Kind {
 		case translate.KindImpulse:
