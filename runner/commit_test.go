@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/weir-runner/weir/checkpoint"
 	"github.com/weir-runner/weir/fileio"
 	"github.com/weir-runner/weir/kafkaio"
 )
@@ -42,11 +44,16 @@ func allPositions() []string {
 
 // runSinkJob runs endlessFn's positions into the sink sink adds, with
 // checkpoints every 50 ms, until visible reports that some output is
-// visible, then drains the job.
+// visible, then drains the job. It checks that the sink's state (its
+// pending epochs) is in the checkpoints.
 func runSinkJob(t *testing.T, sink func(s beam.Scope, positions beam.PCollection), visible func() bool) {
 	t.Helper()
-	beam.PipelineOptions.Set(CheckpointIntervalOption, "50ms")
-	defer beam.PipelineOptions.Set(CheckpointIntervalOption, "")
+	dir := t.TempDir()
+	for k, v := range map[string]string{CheckpointIntervalOption: "50ms", CheckpointDirOption: dir, CheckpointKeepOption: "100"} {
+		beam.PipelineOptions.Set(k, v)
+		defer beam.PipelineOptions.Set(k, "")
+	}
+	defer sinkStateInCheckpoints(t, dir)
 	beam.Init()
 	p, s := beam.NewPipelineWithRoot()
 	sink(s, beam.ParDo(s, &endlessFn{}, beam.Impulse(s)))
@@ -73,6 +80,40 @@ func runSinkJob(t *testing.T, sink func(s beam.Scope, positions beam.PCollection
 	if err := <-done; err != nil {
 		t.Fatalf("drained job: %v", err)
 	}
+}
+
+// sinkStateInCheckpoints checks that some checkpoint in dir holds store
+// records of the sink, the graph's last node.
+func sinkStateInCheckpoints(t *testing.T, dir string) {
+	t.Helper()
+	storage, err := checkpoint.OpenStorage(checkpoint.StorageOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := storage.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		c, err := storage.Verify(id)
+		if err != nil {
+			t.Fatalf("checkpoint %d: %v", id, err)
+		}
+		sink := 0
+		for _, sm := range c.Manifest.Subtasks {
+			sink = max(sink, sm.Node)
+		}
+		for _, sm := range c.Manifest.Subtasks {
+			var meta subtaskMeta
+			if err := json.Unmarshal(sm.Meta, &meta); err != nil {
+				t.Fatal(err)
+			}
+			if sm.Node == sink && meta.Records > 0 {
+				return
+			}
+		}
+	}
+	t.Errorf("none of %d checkpoints holds the sink's pending records", len(ids))
 }
 
 // readCommitted returns the values a read_committed consumer sees in
