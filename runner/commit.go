@@ -31,6 +31,34 @@ func (c *jobCheckpoints) completed(id checkpoint.ID) {
 	}
 }
 
+// keepsPending reports whether s keeps uncommitted data in its store
+// namespace: a two-phase-commit sink, or a stage with stable input.
+func keepsPending(s *translate.Stage) bool { return twoPhase(s) || s.StableInput }
+
+// stableInput makes the SDK stage s see only main input a completed
+// checkpoint covers (requires_stable_input), when the job takes
+// checkpoints. Without them nothing is ever restored, and within a run a
+// failed bundle is retried from its retained input, so the input is
+// stable already.
+func stableInput(n *executor.Node, s *translate.Stage, store *state.Store, j *Job) {
+	if !s.StableInput || pipelineOption(j.Options, CheckpointIntervalOption) == "" {
+		return
+	}
+	newOp := n.New
+	n.New = func(sub int, out *executor.Output) (executor.Operator, error) {
+		op, err := newOp(sub, out)
+		if err != nil {
+			return nil, err
+		}
+		inner, ok := op.(twophase.StableOperator)
+		if !ok {
+			return nil, fmt.Errorf("stage %s: requires stable input, but its operator %T cannot be wrapped", s.Name, op)
+		}
+		return &twophase.StableInput{Inner: inner, Main: 0,
+			Pending: twophase.NewPending(store, stageNamespace(s, sub), fmt.Sprintf("%s[%d] (stable input)", s.Name, sub))}, nil
+	}
+}
+
 // twoPhase reports whether s is a sink that commits on checkpoints.
 func twoPhase(s *translate.Stage) bool {
 	return s.Kind == translate.KindFileWrite || (s.Kind == translate.KindKafkaWrite && s.KafkaWrite.IsExactlyOnce())

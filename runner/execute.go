@@ -122,10 +122,10 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 }
 
 // stageNamespaces returns the store namespaces a stage's subtask writes:
-// one for a group-by-key, a stateful stage or a two-phase-commit sink,
-// none otherwise.
+// one for a group-by-key, a stateful stage, a two-phase-commit sink or a
+// stage with stable input, none otherwise.
 func stageNamespaces(s *translate.Stage, sub int) []string {
-	if s.Kind == translate.KindGBK || (s.Kind == translate.KindSDK && s.Stateful != nil) || twoPhase(s) {
+	if s.Kind == translate.KindGBK || (s.Kind == translate.KindSDK && s.Stateful != nil) || keepsPending(s) {
 		return []string{stageNamespace(s, sub)}
 	}
 	return nil
@@ -304,6 +304,7 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 				}
 				return st, nil
 			}
+			stableInput(n, s, store, j) // runner/commit.go
 		}
 		nodeOf[s.ID] = len(g.Nodes)
 		g.Nodes = append(g.Nodes, n)

@@ -107,6 +107,10 @@ type Stage struct {
 	SDF bool
 	// Finalize is set when the stage's DoFns ask for bundle finalization.
 	Finalize bool
+	// StableInput is set when the stage's first ParDo requires stable
+	// input: its main input must be covered by a completed checkpoint
+	// before the stage sees it.
+	StableInput bool
 	// Truncate is set for SDF stages: how to truncate their restrictions
 	// when the job is drained.
 	Truncate *Truncate
