@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 
 	"github.com/weir-runner/weir/checkpoint"
 	"github.com/weir-runner/weir/executor"
@@ -30,6 +31,10 @@ func (c *jobCheckpoints) completed(id checkpoint.ID) {
 		c.graph.CheckpointComplete(executor.BarrierID(id))
 	}
 }
+
+// testHookPipeline, if set, may change each job's pipeline before it is
+// translated: tests set what the Go SDK cannot (requires_stable_input).
+var testHookPipeline func(*pipepb.Pipeline)
 
 // keepsPending reports whether s keeps uncommitted data in its store
 // namespace: a two-phase-commit sink, or a stage with stable input.

@@ -45,6 +45,9 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 	if err != nil {
 		return err
 	}
+	if testHookPipeline != nil { // runner/commit.go
+		testHookPipeline(j.Pipeline)
+	}
 	plan, err := translate.Build(j.Pipeline, opts)
 	if err != nil {
 		return err
