@@ -104,7 +104,8 @@ type WriteConfig struct {
 	// (PREFIX-SUBTASK) and names its marker consumer group
 	// (PREFIX-SUBTASK.marker). It must be the same when a job restarts
 	// from a checkpoint, and unique to the sink among every job writing to
-	// the cluster. Default: weir-JOB NAME-TRANSFORM NAME.
+	// the cluster: two running jobs with the same id fence each other
+	// (the older fails). Default: weir-TOPIC-TRANSFORM NAME.
 	TransactionalID string `json:"transactional_id,omitempty"`
 }
 

@@ -89,9 +89,14 @@ func twoPhaseNode(n *executor.Node, s *translate.Stage, plan *translate.Plan, st
 			sort.Strings(unknown)
 			j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "kafka sink %s: producer_config keys %s are not used by weir", s.Name, strings.Join(unknown, ", "))
 		}
+		// Not the job's name by default: Go pipelines name jobs with a
+		// timestamp, so a restored job would look for its marker under
+		// another group and commit again. A second job writing with the
+		// same id fences the first, which then fails loudly; markers of
+		// another run are told apart by the run token.
 		prefix := s.KafkaWrite.TransactionalID
 		if prefix == "" {
-			prefix = "weir-" + j.Name + "-" + s.Name
+			prefix = "weir-" + s.KafkaWrite.Topic + "-" + s.Name
 		}
 		n.New = func(sub int, _ *executor.Output) (executor.Operator, error) {
 			name := fmt.Sprintf("%s[%d]", s.Name, sub)
