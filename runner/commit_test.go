@@ -230,3 +230,19 @@ func TestFileSinkEndToEnd(t *testing.T) {
 		t.Errorf("files hold %d lines and %d temporary files, want %d lines, each once, and none:\n got %v", len(lines), temps, len(want), lines)
 	}
 }
+
+// TestFileSinkWithoutCheckpoints: a bounded job without checkpoints
+// renames its files when the input ends.
+func TestFileSinkWithoutCheckpoints(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	beam.Init()
+	p, s := beam.NewPipelineWithRoot()
+	fileio.Write(s, fileio.WriteConfig{Dir: dir, Prefix: "lines"}, beam.Create(s, []byte("x"), []byte("y"), []byte("z")))
+	if _, err := Execute(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	lines, temps := finalLines(t, dir)
+	if !slices.Equal(lines, []string{"x", "y", "z"}) || temps != 0 {
+		t.Errorf("files hold %q and %d temporary files, want x, y, z and none", lines, temps)
+	}
+}
