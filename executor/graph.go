@@ -65,6 +65,7 @@ type Graph struct {
 	mu          sync.Mutex
 	targets     []*subtask
 	lastBarrier BarrierID
+	listeners   []*subtask // operators that hear of completed checkpoints (commit.go)
 }
 
 type subtask struct {
@@ -76,6 +77,7 @@ type subtask struct {
 	out         *Output
 	inject      chan BarrierID // barriers injected, for sources and subtasks whose inputs ended
 	done        chan struct{}  // closed when the subtask's goroutine returns
+	completions *completions   // completed checkpoints, for a CheckpointListener
 }
 
 // Run runs the graph until every subtask has finished, or the first error.
@@ -98,7 +100,7 @@ func (g *Graph) Run(ctx context.Context, barriers <-chan BarrierID) error {
 		g.Now = time.Now
 	}
 	g.mu.Lock()
-	g.targets, g.lastBarrier = nil, 0
+	g.targets, g.lastBarrier, g.listeners = nil, 0, nil
 	g.mu.Unlock()
 	for _, row := range subs {
 		for _, st := range row {
@@ -120,6 +122,9 @@ func (g *Graph) Run(ctx context.Context, barriers <-chan BarrierID) error {
 				g.mu.Unlock()
 			} else {
 				op, err = n.New(st.index, st.out)
+				if err == nil {
+					g.listen(st, op)
+				}
 			}
 			if err != nil {
 				return fmt.Errorf("executor: %s[%d]: %w", n.Name, st.index, err)
@@ -275,6 +280,10 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 			}
 		case <-aligned:
 			if err := gt.alignTimeout(ctx, g.Now()); err != nil {
+				return err
+			}
+		case <-completionsOf(st):
+			if err := deliverCompletion(ctx, st, op); err != nil {
 				return err
 			}
 		case <-ctx.Done():

@@ -82,12 +82,35 @@ type ReadConfig struct {
 	WithMetadata bool `json:"with_metadata,omitempty"`
 }
 
+// Delivery semantics of a write.
+const (
+	AtLeastOnce = "at_least_once" // produce as records arrive; retried records may repeat
+	ExactlyOnce = "exactly_once"  // one transaction per completed checkpoint; needs checkpoints
+)
+
 // WriteConfig configures a native Kafka write of KV<[]byte, []byte>.
 type WriteConfig struct {
 	BootstrapServers []string          `json:"bootstrap_servers"`
 	Topic            string            `json:"topic"`
 	ProducerConfig   map[string]string `json:"producer_config,omitempty"`
+
+	// Semantic is AtLeastOnce (the default) or ExactlyOnce. Exactly once
+	// keeps records in the job's checkpointed state and writes them, when
+	// a checkpoint completes, in one Kafka transaction per sink subtask;
+	// readers with isolation.level read_committed see each once. The job
+	// must take checkpoints (weir_checkpoint_interval).
+	Semantic string `json:"semantic,omitempty"`
+	// TransactionalID prefixes the transactional id of each sink subtask
+	// (PREFIX-SUBTASK) and names its marker consumer group
+	// (PREFIX-SUBTASK.marker). It must be the same when a job restarts
+	// from a checkpoint, and unique to the sink among every job writing to
+	// the cluster: two running jobs with the same id fence each other
+	// (the older fails). Default: weir-TOPIC-TRANSFORM NAME.
+	TransactionalID string `json:"transactional_id,omitempty"`
 }
+
+// IsExactlyOnce reports whether the write is exactly once.
+func (c *WriteConfig) IsExactlyOnce() bool { return c.Semantic == ExactlyOnce }
 
 // Validate reports what is wrong with the configuration, every problem at
 // once.
@@ -142,6 +165,11 @@ func (c *WriteConfig) Validate() error {
 	}
 	if c.Topic == "" {
 		errs = append(errs, errors.New("no topic"))
+	}
+	switch c.Semantic {
+	case "", AtLeastOnce, ExactlyOnce:
+	default:
+		errs = append(errs, fmt.Errorf("unknown semantic %q: want %q or %q", c.Semantic, AtLeastOnce, ExactlyOnce))
 	}
 	return errors.Join(errs...)
 }

@@ -34,7 +34,9 @@ func Read(s beam.Scope, cfg ReadConfig) beam.PCollection {
 
 // Write adds a native Kafka write of col, a PCollection of
 // KV<[]byte, []byte>: each element becomes a record with that key and
-// value in cfg's topic, whatever its window. Writes are at least once.
+// value in cfg's topic, whatever its window. Writes are at least once
+// unless cfg.Semantic is ExactlyOnce, which needs a job with checkpoints
+// (see docs/kafka.md).
 func Write(s beam.Scope, cfg WriteConfig, col beam.PCollection) {
 	s = s.Scope("kafkaio.Write")
 	if err := cfg.Validate(); err != nil {

@@ -158,6 +158,7 @@ type jobCheckpoints struct {
 	barriers chan executor.BarrierID
 	// namespaces returns the store namespaces a subtask owns.
 	namespaces func(node, sub int) []string
+	graph      *executor.Graph // told of completed checkpoints (commit.go)
 
 	mu     sync.Mutex
 	writer *checkpoint.Writer // the checkpoint being written, if any
@@ -204,7 +205,7 @@ func startCheckpoints(j *Job, cfg *checkpointConfig, g *executor.Graph, store *s
 		return nil, err
 	}
 	c := &jobCheckpoints{j: j, store: store, storage: storage, barriers: make(chan executor.BarrierID),
-		namespaces: namespaces, snaps: map[snapKey]*state.Snapshot{}, done: make(chan struct{}),
+		namespaces: namespaces, snaps: map[snapKey]*state.Snapshot{}, done: make(chan struct{}), graph: g,
 		writing: map[checkpoint.Task]chan struct{}{}}
 	c.driver = checkpoint.NewDriver(checkpoint.DriverConfig{Coordinator: coord,
 		Trigger: c.trigger, Store: c.commit, Abort: c.abort, Finished: c.finished})
@@ -425,6 +426,7 @@ func (c *jobCheckpoints) finished(st checkpoint.Stats) {
 	sum := st.Summary()
 	switch st.Status {
 	case checkpoint.Completed:
+		c.completed(st.ID)
 		c.j.Logf(jobpb.JobMessage_JOB_MESSAGE_DETAILED, "checkpoint %d completed in %v: %d bytes, %d in flight, %d of %d subtasks unaligned",
 			st.ID, st.Duration(time.Time{}).Round(time.Millisecond), sum.Bytes, sum.InFlightBytes, sum.UnalignedSubtasks, sum.TotalSubtasks)
 	case checkpoint.Failed:

@@ -47,6 +47,9 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 	if err != nil {
 		return err
 	}
+	if testHookPipeline != nil { // runner/commit.go
+		testHookPipeline(j.Pipeline)
+	}
 	plan, err := translate.Build(j.Pipeline, opts)
 	if err != nil {
 		return err
@@ -148,9 +151,10 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 }
 
 // stageNamespaces returns the store namespaces a stage's subtask writes:
-// one for a group-by-key or a stateful stage, none otherwise.
+// one for a group-by-key, a stateful stage, a two-phase-commit sink or a
+// stage with stable input, none otherwise.
 func stageNamespaces(s *translate.Stage, sub int) []string {
-	if s.Kind == translate.KindGBK || (s.Kind == translate.KindSDK && s.Stateful != nil) {
+	if s.Kind == translate.KindGBK || (s.Kind == translate.KindSDK && s.Stateful != nil) || keepsPending(s) {
 		return []string{stageNamespace(s, sub)}
 	}
 	return nil
@@ -265,6 +269,14 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 			}
 			n.Inputs = append(n.Inputs, ni)
 		}
+		if twoPhase(s) { // runner/commit.go
+			if err := twoPhaseNode(n, s, plan, store, j); err != nil {
+				return nil, err
+			}
+			nodeOf[s.ID] = len(g.Nodes)
+			g.Nodes = append(g.Nodes, n)
+			continue
+		}
 		switch s.Kind {
 		case translate.KindImpulse:
 			n.Parallelism = 1
@@ -328,6 +340,7 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 				}
 				return st, nil
 			}
+			stableInput(n, s, store, j) // runner/commit.go
 		}
 		nodeOf[s.ID] = len(g.Nodes)
 		g.Nodes = append(g.Nodes, n)

@@ -40,6 +40,7 @@ func (b *builder) place(id string) {
 	env := b.env(id)
 	if isStateful(pd) {
 		s := b.newSDKStage(id, main, env)
+		s.StableInput = pd.GetRequiresStableInput()
 		b.addSideInputs(s, id)
 		st, err := b.stateful(id)
 		if err != nil {
@@ -47,6 +48,14 @@ func (b *builder) place(id string) {
 			return
 		}
 		s.Stateful = st
+		return
+	}
+	if pd.GetRequiresStableInput() && urn != URNProcessSized {
+		// Fusion breaks here: the stage's input must be the ParDo's own,
+		// held until a checkpoint covers it (runner/commit.go).
+		s := b.newSDKStage(id, main, env)
+		s.StableInput = true
+		b.addSideInputs(s, id)
 		return
 	}
 	if urn != URNProcessSized {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/weir-runner/weir/fileio"
 	"github.com/weir-runner/weir/kafkaio"
 	"github.com/weir-runner/weir/wire"
 )
@@ -19,6 +20,9 @@ func isKafka(urn string) bool { return urn == kafkaio.ReadURN || urn == kafkaio.
 func (b *builder) validateLeaf(id string) []error {
 	t := b.comps.Transforms[id]
 	urn := t.GetSpec().GetUrn()
+	if urn == fileio.WriteURN {
+		return b.fileErrors(id)
+	}
 	if !isKafka(urn) {
 		return b.validate(id)
 	}
@@ -117,6 +121,8 @@ func (b *builder) placeKafka(id string) bool {
 		for _, pc := range sortedValues(t.GetInputs()) {
 			s.Inputs = append(s.Inputs, Input{PColl: pc})
 		}
+	case fileio.WriteURN:
+		b.placeFile(id)
 	default:
 		return false
 	}

@@ -3,6 +3,7 @@ package translate
 import (
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 
+	"github.com/weir-runner/weir/fileio"
 	"github.com/weir-runner/weir/kafkaio"
 	"github.com/weir-runner/weir/wire"
 )
@@ -22,10 +23,11 @@ const (
 	KindTestStream             // runner: replays a TestStream's events
 	KindKafkaRead              // runner: reads Kafka partitions (kafkaio.ReadURN)
 	KindKafkaWrite             // runner: writes to a Kafka topic (kafkaio.WriteURN)
+	KindFileWrite              // runner: writes files with two-phase commit (fileio.WriteURN)
 )
 
 func (k Kind) String() string {
-	return [...]string{"impulse", "sdk", "gbk", "flatten", "teststream", "kafka_read", "kafka_write"}[k]
+	return [...]string{"impulse", "sdk", "gbk", "flatten", "teststream", "kafka_read", "kafka_write", "file_write"}[k]
 }
 
 // Plan is a pipeline as weir executes it.
@@ -105,6 +107,10 @@ type Stage struct {
 	SDF bool
 	// Finalize is set when the stage's DoFns ask for bundle finalization.
 	Finalize bool
+	// StableInput is set when the stage's first ParDo requires stable
+	// input: its main input must be covered by a completed checkpoint
+	// before the stage sees it.
+	StableInput bool
 	// Truncate is set for SDF stages: how to truncate their restrictions
 	// when the job is drained.
 	Truncate *Truncate
@@ -133,6 +139,8 @@ type Stage struct {
 	// Kafka stages: the read's or the write's configuration.
 	KafkaRead  *kafkaio.ReadConfig
 	KafkaWrite *kafkaio.WriteConfig
+	// File writes: the configuration.
+	FileWrite *fileio.WriteConfig
 }
 
 // MainInput is the stage's main input PCollection, or "".

@@ -1,0 +1,248 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-runner/weir/checkpoint"
+	"github.com/weir-runner/weir/fileio"
+	"github.com/weir-runner/weir/kafkaio"
+)
+
+func positionKV(p int) ([]byte, []byte) { return []byte(fmt.Sprint("k", p%5)), []byte(strconv.Itoa(p)) }
+func positionLine(p int) []byte         { return []byte(strconv.Itoa(p)) }
+
+func init() {
+	register.Function1x2(positionKV)
+	register.Function1x1(positionLine)
+}
+
+// allPositions are the records a drained endlessFn job writes: 1 to
+// drainEnd-1, each once.
+func allPositions() []string {
+	var out []string
+	for p := 1; p < drainEnd; p++ {
+		out = append(out, strconv.Itoa(p))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// runSinkJob runs endlessFn's positions into the sink sink adds, with
+// checkpoints every 50 ms, until visible reports that some output is
+// visible, then drains the job. It checks that the sink's state (its
+// pending epochs) is in the checkpoints.
+func runSinkJob(t *testing.T, sink func(s beam.Scope, positions beam.PCollection), visible func() bool) {
+	t.Helper()
+	dir := t.TempDir()
+	for k, v := range map[string]string{CheckpointIntervalOption: "50ms", CheckpointDirOption: dir, CheckpointKeepOption: "100"} {
+		beam.PipelineOptions.Set(k, v)
+		defer beam.PipelineOptions.Set(k, "")
+	}
+	defer sinkStateInCheckpoints(t, dir)
+	beam.Init()
+	p, s := beam.NewPipelineWithRoot()
+	sink(s, beam.ParDo(s, &endlessFn{}, beam.Impulse(s)))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := Execute(ctx, p); done <- err }()
+	job := waitRunning(ctx, t)
+	// Output appears while the job runs: commits follow checkpoints, not
+	// only the end of the input.
+	for !visible() {
+		select {
+		case err := <-done:
+			t.Fatalf("the job ended before any output was committed: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if completed(job) < 1 {
+		t.Errorf("output visible before any checkpoint completed")
+	}
+	if _, err := inProcessServer().Drain(ctx, &jobpb.DrainJobRequest{JobId: string(job.ID)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("drained job: %v", err)
+	}
+}
+
+// sinkStateInCheckpoints checks that some checkpoint in dir holds store
+// records of the sink, the graph's last node.
+func sinkStateInCheckpoints(t *testing.T, dir string) {
+	t.Helper()
+	storage, err := checkpoint.OpenStorage(checkpoint.StorageOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := storage.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		c, err := storage.Verify(id)
+		if err != nil {
+			t.Fatalf("checkpoint %d: %v", id, err)
+		}
+		sink := 0
+		for _, sm := range c.Manifest.Subtasks {
+			sink = max(sink, sm.Node)
+		}
+		for _, sm := range c.Manifest.Subtasks {
+			var meta subtaskMeta
+			if err := json.Unmarshal(sm.Meta, &meta); err != nil {
+				t.Fatal(err)
+			}
+			if sm.Node == sink && meta.Records > 0 {
+				return
+			}
+		}
+	}
+	t.Errorf("none of %d checkpoints holds the sink's pending records", len(ids))
+}
+
+// readCommitted returns the values a read_committed consumer sees in
+// topic (of partitions partitions), sorted. A sentinel appended to each
+// partition outside any transaction marks the end, so no timeout is
+// involved; an open transaction would hold it back.
+func readCommitted(t *testing.T, c *kfake.Cluster, topic string, partitions int32) []string {
+	t.Helper()
+	ctx := context.Background()
+	p, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for part := range partitions {
+		if err := p.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: part, Value: []byte("sentinel")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics(topic),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var out []string
+	for seen := 0; seen < int(partitions); {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if string(r.Value) == "sentinel" {
+				seen++
+				return
+			}
+			out = append(out, string(r.Value))
+		})
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestExactlyOnceKafkaEndToEnd runs an unbounded job with checkpoints
+// into an exactly-once Kafka write: records become visible to a
+// read_committed consumer while the job runs, and after the drain it sees
+// every record exactly once.
+func TestExactlyOnceKafkaEndToEnd(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cfg := kafkaio.WriteConfig{BootstrapServers: c.ListenAddrs(), Topic: "out", Semantic: kafkaio.ExactlyOnce}
+	runSinkJob(t, func(s beam.Scope, positions beam.PCollection) {
+		kafkaio.Write(s, cfg, beam.ParDo(s, positionKV, positions))
+	}, func() bool {
+		return len(readCommitted(t, c, "out", 2)) > 0
+	})
+	if got, want := readCommitted(t, c, "out", 2), allPositions(); !slices.Equal(got, want) {
+		t.Errorf("read_committed sees %d records, want %d, each once:\n got %v", len(got), len(want), got)
+	}
+}
+
+// TestExactlyOnceKafkaNeedsCheckpoints: an exactly-once write in a job
+// without checkpoints is refused before it runs, saying what to set.
+func TestExactlyOnceKafkaNeedsCheckpoints(t *testing.T) {
+	beam.Init()
+	p, s := beam.NewPipelineWithRoot()
+	cfg := kafkaio.WriteConfig{BootstrapServers: []string{"localhost:1"}, Topic: "out", Semantic: kafkaio.ExactlyOnce}
+	kafkaio.Write(s, cfg, beam.ParDo(s, positionKV, beam.Create(s, 1, 2)))
+	_, err := Execute(context.Background(), p)
+	if err == nil || !strings.Contains(err.Error(), "needs checkpoints") || !strings.Contains(err.Error(), CheckpointIntervalOption) {
+		t.Fatalf("Execute = %v, want a refusal naming --%s", err, CheckpointIntervalOption)
+	}
+}
+
+// finalLines returns the lines of the committed (not hidden) files in dir,
+// sorted, and how many temporary files are left.
+func finalLines(t *testing.T, dir string) (lines []string, temps int) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") {
+			temps++
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")...)
+	}
+	slices.Sort(lines)
+	return lines, temps
+}
+
+// TestFileSinkEndToEnd: the same job into fileio.Write. Files appear
+// while the job runs; after the drain the committed files hold every
+// record exactly once and no temporary file is left.
+func TestFileSinkEndToEnd(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	runSinkJob(t, func(s beam.Scope, positions beam.PCollection) {
+		fileio.Write(s, fileio.WriteConfig{Dir: dir, Suffix: ".txt"}, beam.ParDo(s, positionLine, positions))
+	}, func() bool {
+		lines, _ := finalLines(t, dir)
+		return len(lines) > 0
+	})
+	lines, temps := finalLines(t, dir)
+	if want := allPositions(); !slices.Equal(lines, want) || temps != 0 {
+		t.Errorf("files hold %d lines and %d temporary files, want %d lines, each once, and none:\n got %v", len(lines), temps, len(want), lines)
+	}
+}
+
+// TestFileSinkWithoutCheckpoints: a bounded job without checkpoints
+// renames its files when the input ends.
+func TestFileSinkWithoutCheckpoints(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	beam.Init()
+	p, s := beam.NewPipelineWithRoot()
+	fileio.Write(s, fileio.WriteConfig{Dir: dir, Prefix: "lines"}, beam.Create(s, []byte("x"), []byte("y"), []byte("z")))
+	if _, err := Execute(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	lines, temps := finalLines(t, dir)
+	if !slices.Equal(lines, []string{"x", "y", "z"}) || temps != 0 {
+		t.Errorf("files hold %q and %d temporary files, want x, y, z and none", lines, temps)
+	}
+}
