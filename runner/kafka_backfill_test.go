@@ -97,7 +97,7 @@ func TestBackfillBench(t *testing.T) {
 
 // backfillTopic makes a broker whose topic "events" holds three days of
 // events in 12 partitions, the same records at every skew: in each
-// partition a record a minute, keys in turn. Only the sizes of their
+// partition a record a minute, over 10 keys. Only the sizes of their
 // values change with the skew: partition p's are proportional to 1/f(p),
 // f(p) = 1 + p(skew-1)/11, scaled so that the values average 200 bytes.
 // The consumer fetches a fixed number of bytes per partition, so it reads
@@ -138,8 +138,10 @@ func backfillTopic(t *testing.T, skew int) (*kfake.Cluster, int) {
 		// A fetch brings about backfill_fetch_bytes/(size+overhead) records.
 		value := make([]byte, int(meanValue*partitions/speed(p)/inverse+0.5))
 		var recs []*kgo.Record
-		for ts := time.Duration(0); ts < days*24*time.Hour; ts += step {
-			recs = append(recs, &kgo.Record{Topic: "events", Partition: int32(p), Key: []byte(fmt.Sprint("k", total%keys)),
+		for i, ts := 0, time.Duration(0); ts < days*24*time.Hour; i, ts = i+1, ts+step {
+			// Each minute's 12 records spread over the keys: a minute
+			// opens 10 key-windows.
+			recs = append(recs, &kgo.Record{Topic: "events", Partition: int32(p), Key: []byte(fmt.Sprint("k", (p+i)%keys)),
 				Value: value, Timestamp: base.Add(ts)})
 			total++
 		}
