@@ -97,7 +97,8 @@ func TestBackfillBench(t *testing.T) {
 
 // backfillTopic makes a broker whose topic "events" holds three days of
 // events in 12 partitions, the same records at every skew: in each
-// partition a record a minute, over 10 keys. Only the sizes of their
+// partition p a record a minute for three days from 5p minutes on, over
+// 10 keys. Only the sizes of their
 // values change with the skew: partition p's are proportional to 1/f(p),
 // f(p) = 1 + p(skew-1)/11, scaled so that the values average 200 bytes.
 // The consumer fetches a fixed number of bytes per partition, so it reads
@@ -138,7 +139,11 @@ func backfillTopic(t *testing.T, skew int) (*kfake.Cluster, int) {
 		// A fetch brings about backfill_fetch_bytes/(size+overhead) records.
 		value := make([]byte, int(meanValue*partitions/speed(p)/inverse+0.5))
 		var recs []*kgo.Record
-		for i, ts := 0, time.Duration(0); ts < days*24*time.Hour; i, ts = i+1, ts+step {
+		// Partition p starts 5p minutes after partition 0, so the logs end
+		// up to 55 minutes apart: the slowest partition runs dry while
+		// others still have records to read past the bound, which stalled
+		// aligned runs before dry partitions stopped holding it.
+		for i, ts := 0, time.Duration(p)*5*time.Minute; i < days*24*60; i, ts = i+1, ts+step {
 			// Each minute's 12 records spread over the keys: a minute
 			// opens 10 key-windows.
 			recs = append(recs, &kgo.Record{Topic: "events", Partition: int32(p), Key: []byte(fmt.Sprint("k", (p+i)%keys)),
