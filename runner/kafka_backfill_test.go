@@ -146,7 +146,8 @@ func backfillTopic(t *testing.T, skew int) (*kfake.Cluster, int) {
 		for i, ts := 0, time.Duration(p)*5*time.Minute; i < days*24*60; i, ts = i+1, ts+step {
 			// Each minute's 12 records spread over the keys: a minute
 			// opens 10 key-windows.
-			recs = append(recs, &kgo.Record{Topic: "events", Partition: int32(p), Key: []byte(fmt.Sprint("k", (p+i)%keys)),
+			minute := 5*p + i
+			recs = append(recs, &kgo.Record{Topic: "events", Partition: int32(p), Key: []byte(fmt.Sprint("k", (p+minute)%keys)),
 				Value: value, Timestamp: base.Add(ts)})
 			total++
 		}
