@@ -29,6 +29,7 @@ var (
 	backfillSkews      = flag.String("backfill_skews", "1,4,12", "skews to run, comma-separated")
 	backfillRuns       = flag.String("backfill_runs", "off,drift,buffer3", "runs to make at each skew, comma-separated (buffer3 at skew 12 only)")
 	backfillFetchBytes = flag.Int("backfill_fetch_bytes", 8192, "bytes per partition and fetch, and per produced batch")
+	backfillSample     = flag.Duration("backfill_sample", 100*time.Millisecond, "how often to sample the job's store")
 )
 
 func backfillSkewList() []int {
@@ -178,9 +179,9 @@ func backfillRun(t *testing.T, cfg kafkaio.ReadConfig) (r backfillResult) {
 	beam.ParDo0(s, backfillSink, bags)
 	start := time.Now()
 	logged := start
-	// Every 100 ms: each sample scans the whole store twice, and more
-	// often would slow the job it measures.
-	executeSampling(t, p, 10*time.Minute, 100*time.Millisecond, func(stores []*weirstate.Store) {
+	// Every 100 ms by default: each sample scans the whole store twice,
+	// and more often would slow the job it measures.
+	executeSampling(t, p, 10*time.Minute, *backfillSample, func(stores []*weirstate.Store) {
 		for _, st := range stores {
 			if n, b, err := st.Usage(weirstate.KindUserState); err == nil {
 				r.peak, r.bytes, r.samples = max(r.peak, n), max(r.bytes, b), r.samples+1
