@@ -366,6 +366,13 @@ func (r *Reader) align(now time.Time) error {
 		return nil
 	}
 	r.states = r.splits.States(r.states[:0])
+	for i := range r.states {
+		// A partition known to have records left is never dry
+		// (watermarkmgr.AlignConfig.DryAfter), however long its fetches
+		// take; one at its log end, or not fetched yet, may be.
+		p := &r.parts[i]
+		r.states[i].Backlog = p.high > p.next
+	}
 	decisions := r.group.sync(r.name, r.states, now)
 	var pause, resume map[string][]int32
 	for i, p := range decisions {

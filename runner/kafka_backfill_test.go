@@ -25,7 +25,12 @@ import (
 
 var backfillBench = flag.Bool("backfill", false, "run the Kafka backfill benchmark (make bench-backfill)")
 
-var backfillSkews = flag.String("backfill_skews", "4,12", "skews to run, comma-separated")
+var (
+	backfillSkews      = flag.String("backfill_skews", "1,4,12", "skews to run, comma-separated")
+	backfillRuns       = flag.String("backfill_runs", "off,drift,buffer3", "runs to make at each skew, comma-separated (buffer3 at skew 12 only)")
+	backfillFetchBytes = flag.Int("backfill_fetch_bytes", 8192, "bytes per partition and fetch, and per produced batch")
+	backfillSample     = flag.Duration("backfill_sample", 100*time.Millisecond, "how often to sample the job's store")
+)
 
 func backfillSkewList() []int {
 	var out []int
@@ -42,83 +47,108 @@ func backfillSink(int) {}
 func init() { register.Function1x0(backfillSink) }
 
 // TestBackfillBench is `make bench-backfill`: a backfill of three days of
-// event time from 12 partitions that run at uneven speeds in event time
-// (partition p has a record every 20(1 + p(skew-1)/11) seconds, so the
-// sparsest is skew times sparser than the densest, and the consumer
-// fetches about as many bytes from each), collected per key in one-minute
-// windows by a stateful DoFn that keeps each window's elements in a bag
-// until the window closes. At two skews it runs the job with alignment off
-// and with a 30 s maximum drift, and reports the peak window state in the
-// job's store (bag records, their bytes, and open key-windows) and the
-// throughput. Without alignment the fast partitions open days of windows
-// that wait for the slowest one, more the larger the skew; with it, the
-// state is bounded by the drift and the granularity of a fetch.
+// event time from 12 partitions, collected per key in one-minute windows
+// by a stateful DoFn that keeps each window's elements in a bag until the
+// window closes. Every skew reads the same records (backfillTopic): only
+// how fast each partition is read in event time changes, the fastest
+// about skew times faster than the slowest. At each skew it runs the job
+// with alignment off and with a 30 s maximum drift (no idle timeout), and
+// reports the peak window state in the job's store (bag records, their
+// bytes, and open key-windows) and the throughput. Without alignment the
+// fast partitions open windows that wait for the slowest one, more the
+// larger the skew; with it, the state is bounded by the drift and the
+// granularity of a fetch, whatever the skew.
 func TestBackfillBench(t *testing.T) {
 	if !*backfillBench {
 		t.Skip("the backfill benchmark runs with -backfill (make bench-backfill)")
 	}
-	t.Logf("%-5s %-26s %8s %10s %7s %9s %12s %6s %9s", "skew", "run", "records", "state rec", "bytes", "windows",
-		"peak spread", "paused", "rec/s")
+	t.Logf("%-5s %-26s %8s %10s %7s %9s %12s %6s %6s %9s", "skew", "run", "records", "state rec", "bytes", "windows",
+		"peak spread", "paused", "wall", "rec/s")
 	for _, skew := range backfillSkewList() {
 		c, total := backfillTopic(t, skew)
 		for _, run := range []struct {
+			key    string
 			name   string
 			align  bool
 			buffer int
-		}{{"alignment off", false, 0}, {"30 s max drift", true, 0}, {"30 s max drift, buffer 3", true, 3}} {
-			if skew != 12 && run.buffer != 0 {
+		}{{"off", "alignment off", false, 0}, {"drift", "30 s max drift", true, 0}, {"buffer3", "30 s max drift, buffer 3", true, 3}} {
+			if skew != 12 && run.buffer != 0 || !strings.Contains(","+*backfillRuns+",", ","+run.key+",") {
 				continue
 			}
 			cfg := kafkaio.ReadConfig{BootstrapServers: c.ListenAddrs(), Topics: []string{"events"}, MaxRecords: int64(total),
-				// Small fetches, so that partitions advance a few records at a
-				// time and their speeds in event time differ as in a real
-				// backfill.
-				ConsumerConfig: map[string]string{"max.partition.fetch.bytes": "2048"}}
+				// A fixed number of bytes per partition and fetch, so that
+				// partitions advance at speeds in event time set by their
+				// record sizes. Smaller fetches would align more finely but
+				// make the slowest partition's tail a round trip per record
+				// or two.
+				ConsumerConfig: map[string]string{"max.partition.fetch.bytes": fmt.Sprint(*backfillFetchBytes)}}
 			if run.align {
+				// No idle timeout: a partition that has read its whole log
+				// stops holding the bound once it is dry (docs/kafka.md).
 				buffer := run.buffer
 				cfg.AlignmentGroup, cfg.MaxDriftMillis, cfg.SampleBuffer = "backfill", 30_000, &buffer
-				// A partition that runs dry goes idle and stops holding the
-				// bound; without an idle timeout, paused partitions wait for
-				// it forever (docs/kafka.md).
-				cfg.IdleTimeoutMillis = 1000
 			}
 			r := backfillRun(t, cfg)
-			t.Logf("%-5d %-26s %8d %10d %6dK %9d %12v %6d %9.0f", skew, run.name, total, r.peak, r.bytes>>10, r.windows,
-				r.spread.Round(time.Minute), r.paused, float64(total)/r.wall.Seconds())
+			t.Logf("%-5d %-26s %8d %10d %6dK %9d %12v %6d %6.1f %9.0f", skew, run.name, total, r.peak, r.bytes>>10, r.windows,
+				r.spread.Round(time.Minute), r.paused, r.wall.Seconds(), float64(total)/r.wall.Seconds())
 		}
 		c.Close()
 	}
 }
 
 // backfillTopic makes a broker whose topic "events" holds three days of
-// events in 12 partitions, the sparsest skew times sparser than the
-// densest.
+// events in 12 partitions, the same records at every skew: in each
+// partition p a record a minute for three days from 5p minutes on, over
+// 10 keys. Only the sizes of their
+// values change with the skew: partition p's are proportional to 1/f(p),
+// f(p) = 1 + p(skew-1)/11, scaled so that the values average 200 bytes.
+// The consumer fetches a fixed number of bytes per partition, so it reads
+// partition p about f(p) times as fast in event time as partition 0: the
+// fastest about skew times as fast as the slowest, as in a backfill whose
+// partitions differ in record size, broker load or decoding cost. The
+// records, their event times and their total bytes are the same at every
+// skew.
 func backfillTopic(t *testing.T, skew int) (*kfake.Cluster, int) {
 	const (
 		partitions = 12
 		days       = 3
 		keys       = 10
+		step       = time.Minute
+		meanValue  = 200 // bytes
 	)
+	speed := func(p int) float64 { return 1 + float64(p*(skew-1))/(partitions-1) }
+	inverse := 0.0
+	for p := range partitions {
+		inverse += 1 / speed(p)
+	}
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "events"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := time.UnixMilli(1_700_000_040_000)
 	pcl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		// Small batches: a fetch returns whole batches, so batches of a few
-		// dozen records let partitions advance a few dozen records at a time.
-		kgo.ProducerBatchMaxBytes(2048))
+		// Small batches: a fetch returns whole batches, so batches of at
+		// most a fetch's bytes let partitions advance a fetch at a time.
+		// Uncompressed, so that a record's size on the broker is its size.
+		kgo.ProducerBatchMaxBytes(int32(*backfillFetchBytes)), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pcl.Close()
 	total := 0
-	value := make([]byte, 200) // events are a few hundred bytes: a fetch brings a dozen
 	for p := range partitions {
-		step := 20 * time.Second * time.Duration(11+p*(skew-1)) / 11
+		// A fetch brings about backfill_fetch_bytes/(size+overhead) records.
+		value := make([]byte, int(meanValue*partitions/speed(p)/inverse+0.5))
 		var recs []*kgo.Record
-		for ts := time.Duration(0); ts < days*24*time.Hour; ts += step {
-			recs = append(recs, &kgo.Record{Topic: "events", Partition: int32(p), Key: []byte(fmt.Sprint("k", total%keys)),
+		// Partition p starts 5p minutes after partition 0, so the logs end
+		// up to 55 minutes apart: the slowest partition runs dry while
+		// others still have records to read past the bound, which stalled
+		// aligned runs before dry partitions stopped holding it.
+		for i, ts := 0, time.Duration(p)*5*time.Minute; i < days*24*60; i, ts = i+1, ts+step {
+			// Each minute's 12 records spread over the keys: a minute
+			// opens 10 key-windows.
+			minute := 5*p + i
+			recs = append(recs, &kgo.Record{Topic: "events", Partition: int32(p), Key: []byte(fmt.Sprint("k", (p+minute)%keys)),
 				Value: value, Timestamp: base.Add(ts)})
 			total++
 		}
@@ -148,7 +178,10 @@ func backfillRun(t *testing.T, cfg kafkaio.ReadConfig) (r backfillResult) {
 		beam.ParDo(s, keyOne, keys))
 	beam.ParDo0(s, backfillSink, bags)
 	start := time.Now()
-	executeSampling(t, p, 10*time.Minute, 10*time.Millisecond, func(stores []*weirstate.Store) {
+	logged := start
+	// Every 100 ms by default: each sample scans the whole store twice,
+	// and more often would slow the job it measures.
+	executeSampling(t, p, 10*time.Minute, *backfillSample, func(stores []*weirstate.Store) {
 		for _, st := range stores {
 			if n, b, err := st.Usage(weirstate.KindUserState); err == nil {
 				r.peak, r.bytes, r.samples = max(r.peak, n), max(r.bytes, b), r.samples+1
@@ -159,22 +192,32 @@ func backfillRun(t *testing.T, cfg kafkaio.ReadConfig) (r backfillResult) {
 			}
 		}
 		if jobs := inProcessServer().Jobs(); len(jobs) > 0 {
-			spread, paused := sourceGauges(jobs[len(jobs)-1])
+			spread, paused, read := sourceGauges(jobs[len(jobs)-1])
 			r.spread, r.paused = max(r.spread, spread), max(r.paused, paused)
+			if time.Since(logged) >= 10*time.Second {
+				logged = time.Now()
+				t.Logf("  %v: %d records read, peak state %d records", time.Since(start).Round(time.Second), read, r.peak)
+			}
 		}
 	})
 	r.wall = time.Since(start)
 	return r
 }
 
-// sourceGauges reads a job's Kafka spread and paused-partition gauges.
-func sourceGauges(j *Job) (spread time.Duration, paused int) {
+// sourceGauges reads a job's Kafka spread and paused-partition gauges and
+// its count of records read.
+func sourceGauges(j *Job) (spread time.Duration, paused int, records int64) {
 	for _, mi := range j.Metrics.Results().GetAttempted() {
 		name := mi.GetLabels()["NAME"]
+		b := mi.GetPayload()
+		if name == kafka.MetricRecords {
+			n, _ := binary.Uvarint(b)
+			records = int64(n)
+			continue
+		}
 		if name != kafka.MetricSpread && name != kafka.MetricPaused {
 			continue
 		}
-		b := mi.GetPayload()
 		_, n := binary.Uvarint(b) // the gauge's time
 		if n <= 0 {
 			continue
@@ -189,5 +232,5 @@ func sourceGauges(j *Job) (spread time.Duration, paused int) {
 			paused = int(v)
 		}
 	}
-	return spread, paused
+	return spread, paused, records
 }

@@ -13,6 +13,13 @@ type SplitState struct {
 	Idle      bool
 	Paused    bool
 	Ended     bool
+	// Quiet is how long the split has delivered nothing while not paused:
+	// its activity clock (Splits fills it in).
+	Quiet time.Duration
+	// Backlog: the split is known to have records it has not read (a
+	// Kafka partition whose last fetch reported a high watermark past its
+	// next offset). The reader fills it in; false when unknown.
+	Backlog bool
 }
 
 // AlignConfig configures an alignment group.
@@ -29,6 +36,12 @@ type AlignConfig struct {
 	// trip of the announcement does not cap catch-up at one drift per
 	// interval. 0 decides on the latest watermark alone.
 	Buffer int
+	// DryAfter: a running split with no known backlog that has delivered
+	// nothing for this long (its Quiet) is dry. It has read everything
+	// there is, so pausing the others cannot speed it up: it stops holding
+	// the bound (see Group), though it keeps its watermark. 0 means the
+	// default, Buffer+3 intervals; negative, never dry.
+	DryAfter time.Duration
 }
 
 // Announcement is a group's bound at one sample.
@@ -40,10 +53,14 @@ type Announcement struct {
 	// Max is the largest such watermark: Max - Min is the spread between
 	// the fastest and slowest split.
 	Max mtime.Time
-	// Bound is Min plus the maximum drift, saturating at +inf.
+	// Bound is the minimum over the splits that hold the bound (neither
+	// idle, ended nor dry) plus the maximum drift, saturating at +inf; it
+	// is Min plus the drift unless the slowest split is dry.
 	Bound mtime.Time
 	// Paused counts the splits paused by this announcement.
 	Paused int
+	// Dry counts the splits that are dry (see AlignConfig.DryAfter).
+	Dry int
 }
 
 // Spread returns the distance between the fastest and slowest split: 0
@@ -89,6 +106,19 @@ type alignedSplit struct {
 //     rises until the paused splits resume (FLINK-32496, FLINK-40093).
 //   - Idle and ended splits are never paused: pausing an idle split would
 //     keep it from coming back.
+//   - A dry split (running, no known backlog, quiet for DryAfter) does not
+//     hold the bound and is never paused, but it stays in Min: only the
+//     pause decision forgets it, its watermark still holds the reader's
+//     output (Splits), so nothing it reads later is late. Without this, a
+//     backfill without an idle timeout stalls: the slowest split reads the
+//     end of its log while holding the minimum, the others wait paused at
+//     min + MaxDrift, and nothing moves again. Pausing others only helps
+//     a split that has records to read. Zero lag alone is not enough: in a
+//     live stream every split is at its log end between two writes, so a
+//     split is dry only after DryAfter (several intervals) of quiet; until
+//     then a slow producer's split still holds the others back. A record
+//     makes it hold the bound again at once, and splits past the bound
+//     pause again.
 //   - The bound is taken over the splits as last reported, at every
 //     decision (see Paused): never stale, so the slowest split is never
 //     paused and catch-up is not capped by the announcement interval.
@@ -114,6 +144,9 @@ func NewGroup(cfg AlignConfig) *Group {
 		cfg.Interval = time.Second
 	}
 	cfg.Buffer = max(cfg.Buffer, 0)
+	if cfg.DryAfter == 0 {
+		cfg.DryAfter = time.Duration(cfg.Buffer+3) * cfg.Interval
+	}
 	return &Group{cfg: cfg, members: map[string]*member{},
 		last: Announcement{Min: mtime.MaxTimestamp, Max: mtime.MaxTimestamp, Bound: mtime.MaxTimestamp}}
 }
@@ -160,22 +193,27 @@ func (g *Group) announce() {
 		}
 	}
 	low, high, bound := g.bound()
-	paused := 0
+	paused, dry := 0, 0
 	for _, m := range g.members {
 		for i := range m.splits {
-			if decide(&m.splits[i], bound) {
+			x := &m.splits[i]
+			if g.dry(x) {
+				dry++
+			}
+			if g.decide(x, bound) {
 				paused++
 			}
 		}
 	}
-	g.last = Announcement{Seq: g.last.Seq + 1, Min: low, Max: high, Bound: bound, Paused: paused}
+	g.last = Announcement{Seq: g.last.Seq + 1, Min: low, Max: high, Bound: bound, Paused: paused, Dry: dry}
 }
 
 // bound returns the minimum and maximum watermark over splits that are
-// neither idle nor ended, as last reported, and the minimum plus the
-// maximum drift: +inf each when there are none.
+// neither idle nor ended, as last reported (+inf each when there are
+// none), and the bound: the minimum over those that are not dry either,
+// plus the maximum drift (+inf when there are none).
 func (g *Group) bound() (low, high, bound mtime.Time) {
-	low, high = mtime.MaxTimestamp, mtime.MinTimestamp
+	low, high, hold := mtime.MaxTimestamp, mtime.MinTimestamp, mtime.MaxTimestamp
 	counted := 0
 	for _, m := range g.members {
 		for i := range m.splits {
@@ -186,18 +224,28 @@ func (g *Group) bound() (low, high, bound mtime.Time) {
 			counted++
 			low = min(low, x.state.Watermark)
 			high = max(high, x.state.Watermark)
+			if !g.dry(x) {
+				hold = min(hold, x.state.Watermark)
+			}
 		}
 	}
 	if counted == 0 {
 		high = mtime.MaxTimestamp
 	}
-	return low, high, addSaturating(low, mtime.Time(g.cfg.MaxDrift.Milliseconds()))
+	return low, high, addSaturating(hold, mtime.Time(g.cfg.MaxDrift.Milliseconds()))
+}
+
+// dry reports whether split x has read everything there is for DryAfter:
+// running (not paused, idle or ended), no known backlog, quiet that long.
+func (g *Group) dry(x *alignedSplit) bool {
+	st := &x.state
+	return g.cfg.DryAfter > 0 && !st.Paused && !st.Idle && !st.Ended && !st.Backlog && st.Quiet >= g.cfg.DryAfter
 }
 
 // decide returns whether split x must be paused under bound.
-func decide(x *alignedSplit, bound mtime.Time) bool {
+func (g *Group) decide(x *alignedSplit, bound mtime.Time) bool {
 	switch {
-	case x.state.Idle || x.state.Ended:
+	case x.state.Idle || x.state.Ended || g.dry(x):
 		return false
 	case x.state.Paused:
 		return x.state.Watermark > bound
@@ -241,7 +289,7 @@ func (g *Group) Paused(reader string) []bool {
 	_, _, bound := g.bound()
 	out := make([]bool, len(m.splits))
 	for i := range m.splits {
-		out[i] = decide(&m.splits[i], bound)
+		out[i] = g.decide(&m.splits[i], bound)
 	}
 	return out
 }

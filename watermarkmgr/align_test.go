@@ -14,6 +14,9 @@ func idle(wm mtime.Time) SplitState            { return SplitState{Watermark: wm
 func ended() SplitState                        { return SplitState{Watermark: mtime.MaxTimestamp, Ended: true} }
 func reports(r ...[]SplitState) [][]SplitState { return r }
 
+// quiet is a running split without known backlog, quiet for q.
+func quiet(wm mtime.Time, q time.Duration) SplitState { return SplitState{Watermark: wm, Quiet: q} }
+
 // TestGroupAnnouncements drives a group through rounds of reports, one
 // Tick an interval apart, and checks each announcement and decision.
 func TestGroupAnnouncements(t *testing.T) {
@@ -92,6 +95,45 @@ func TestGroupAnnouncements(t *testing.T) {
 			{reports: map[string][]SplitState{"a": {st(155), paused(160)}}, min: 155, max: 160, bound: 165,
 				decisions: map[string][]bool{"a": {false, false}}}, // resumes on its current watermark
 		}},
+		// Dry splits: the default DryAfter is 3 intervals (3 s) with buffer 0.
+		{"a dry slowest split stops holding the bound but stays in Min; the paused split resumes", 0, []round{
+			{reports: map[string][]SplitState{"a": {quiet(100, 2999*time.Millisecond), st(150)}}, min: 100, max: 150, bound: 110,
+				decisions: map[string][]bool{"a": {false, true}}},
+			{reports: map[string][]SplitState{"a": {quiet(100, 3*time.Second), paused(150)}}, min: 100, max: 150, bound: 160,
+				decisions: map[string][]bool{"a": {false, false}}},
+		}},
+		{"a dry split is never paused", 0, []round{
+			{reports: map[string][]SplitState{"a": {st(100), quiet(500, time.Minute)}}, min: 100, max: 500, bound: 110,
+				decisions: map[string][]bool{"a": {false, false}}},
+		}},
+		{"a split with known backlog is never dry, however quiet", 0, []round{
+			{reports: map[string][]SplitState{"a": {{Watermark: 100, Quiet: time.Hour, Backlog: true}, st(150)}}, min: 100, max: 150, bound: 110,
+				decisions: map[string][]bool{"a": {false, true}}},
+		}},
+		{"a paused split is never dry: it holds the bound however long it waits", 0, []round{
+			{reports: map[string][]SplitState{"a": {{Watermark: 100, Quiet: time.Hour, Paused: true}, st(150)}}, min: 100, max: 150, bound: 110,
+				decisions: map[string][]bool{"a": {false, true}}},
+		}},
+		{"a record brings a dry split back: it holds the bound at once, the split past it pauses again", 0, []round{
+			{reports: map[string][]SplitState{"a": {quiet(100, time.Minute), st(150)}, "b": {st(140)}}, min: 100, max: 150, bound: 150,
+				decisions: map[string][]bool{"a": {false, false}, "b": {false}}},
+			{reports: map[string][]SplitState{"a": {st(101), st(150)}, "b": {st(140)}}, min: 101, max: 150, bound: 111,
+				decisions: map[string][]bool{"a": {false, true}, "b": {true}}},
+		}},
+		{"every split dry: the bound is +inf, Min still the slowest", 0, []round{
+			{reports: map[string][]SplitState{"a": {quiet(100, time.Minute)}, "b": {quiet(200, time.Minute)}}, min: 100, max: 200, bound: inf,
+				decisions: map[string][]bool{"a": {false}, "b": {false}}},
+		}},
+		{"a dry split before its first record (-inf) holds nothing back", 0, []round{
+			{reports: map[string][]SplitState{"a": {quiet(ninf, time.Minute), st(100)}}, min: ninf, max: 100, bound: 110,
+				decisions: map[string][]bool{"a": {false, false}}},
+		}},
+		{"buffer 3: dry only after 6 intervals, past the buffer's look-back", 3, []round{
+			{reports: map[string][]SplitState{"a": {quiet(100, 5999*time.Millisecond), st(105)}}, min: 100, max: 105, bound: 110,
+				decisions: map[string][]bool{"a": {false, false}}},
+			{reports: map[string][]SplitState{"a": {quiet(100, 6*time.Second), st(105)}}, min: 100, max: 105, bound: 115,
+				decisions: map[string][]bool{"a": {false, false}}},
+		}},
 		{"buffer 0: paused on its latest watermark", 0, []round{
 			{reports: map[string][]SplitState{"a": {st(100), st(105)}}, min: 100, max: 105, bound: 110,
 				decisions: map[string][]bool{"a": {false, false}}},
@@ -126,6 +168,36 @@ func TestGroupAnnouncements(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGroupDryAfter: DryAfter defaults to Buffer+3 intervals, a negative
+// one turns dryness off, and announcements count the dry splits.
+func TestGroupDryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		cfg   AlignConfig
+		quiet time.Duration
+		dry   bool
+	}{
+		{AlignConfig{Interval: time.Second}, 3 * time.Second, true},
+		{AlignConfig{Interval: time.Second}, 3*time.Second - 1, false},
+		{AlignConfig{Interval: 200 * time.Millisecond, Buffer: 2}, time.Second, true},
+		{AlignConfig{Interval: 200 * time.Millisecond, Buffer: 2}, 999 * time.Millisecond, false},
+		{AlignConfig{Interval: time.Second, DryAfter: 10 * time.Second}, 9 * time.Second, false},
+		{AlignConfig{Interval: time.Second, DryAfter: 10 * time.Second}, 10 * time.Second, true},
+		{AlignConfig{Interval: time.Second, DryAfter: -1}, 1000 * time.Hour, false},
+	} {
+		tc.cfg.MaxDrift = 10 * time.Millisecond
+		g := NewGroup(tc.cfg)
+		g.Report("r", []SplitState{quiet(100, tc.quiet), st(200)})
+		a, _ := g.Tick(time.Unix(0, 0))
+		wantBound, wantDry := mtime.Time(110), 0
+		if tc.dry {
+			wantBound, wantDry = 210, 1
+		}
+		if a.Bound != wantBound || a.Dry != wantDry || a.Min != 100 {
+			t.Errorf("%+v, quiet %v: %+v, want min 100, bound %v, %d dry", tc.cfg, tc.quiet, a, wantBound, wantDry)
+		}
 	}
 }
 
@@ -169,6 +241,7 @@ func TestAlignmentSimulation(t *testing.T) {
 		name    string
 		readers [][]simSplit
 		buffer  int
+		noIdle  bool // no idle timeout: only dryness releases a dry split's hold
 		// want: every split that has not run dry or ended reaches this
 		// event time within the steps.
 		want  mtime.Time
@@ -176,29 +249,42 @@ func TestAlignmentSimulation(t *testing.T) {
 	}{
 		{"uneven speeds converge, no hang", [][]simSplit{
 			{{rate: 1}, {rate: 7}}, {{rate: 3}},
-		}, 0, 500, 2000},
+		}, 0, false, 500, 2000},
 		{"uneven speeds, buffer 3", [][]simSplit{
 			{{rate: 1}, {rate: 7}}, {{rate: 3}},
-		}, 3, 500, 2000},
+		}, 3, false, 500, 2000},
 		{"a reader with no splits (FLINK-32414)", [][]simSplit{
 			{}, {{rate: 1}, {rate: 5}},
-		}, 0, 500, 2000},
+		}, 0, false, 500, 2000},
 		{"the slow split runs dry and goes idle: the paused ones resume (FLINK-32496)", [][]simSplit{
 			{{rate: 1, dryAt: 50}, {rate: 5}},
-		}, 0, 2000, 2000},
+		}, 0, false, 2000, 2000},
 		{"a reader whose splits all end (FLINK-35157)", [][]simSplit{
 			{{rate: 1, endAt: 30}}, {{rate: 4}, {rate: 2}},
-		}, 3, 1000, 2000},
+		}, 3, false, 1000, 2000},
 		{"every split empty but one", [][]simSplit{
 			{{rate: 2}, {dryAt: -1}}, {{dryAt: -1}},
-		}, 0, 1000, 2000},
+		}, 0, false, 1000, 2000},
+		{"no idle timeout: the slow split runs dry, stops holding the bound, the paused ones go on", [][]simSplit{
+			{{rate: 1, dryAt: 50}, {rate: 5}}, {{rate: 3, dryAt: 300}, {rate: 2}},
+		}, 0, true, 2000, 2000},
+		{"no idle timeout, buffer 3: the slow split runs dry", [][]simSplit{
+			{{rate: 1, dryAt: 50}, {rate: 5}},
+		}, 3, true, 2000, 2000},
+		{"no idle timeout: splits empty from the start", [][]simSplit{
+			{{rate: 2}, {dryAt: -1}}, {{dryAt: -1}},
+		}, 0, true, 1000, 2000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := time.Unix(1_700_000_000, 0)
 			g := NewGroup(AlignConfig{MaxDrift: 20 * time.Millisecond, Interval: 5 * step, Buffer: tc.buffer})
 			trackers := make([]*Splits, len(tc.readers))
 			for r, splits := range tc.readers {
-				trackers[r] = NewSplits(len(splits), SplitsConfig{IdleTimeout: 20 * step}, now)
+				cfg := SplitsConfig{IdleTimeout: 20 * step}
+				if tc.noIdle {
+					cfg.IdleTimeout = 0
+				}
+				trackers[r] = NewSplits(len(splits), cfg, now)
 			}
 			maxSpread := time.Duration(0)
 			for range tc.steps {
@@ -234,7 +320,16 @@ func TestAlignmentSimulation(t *testing.T) {
 				if !ok {
 					continue
 				}
-				maxSpread = max(maxSpread, a.Spread())
+				// The spread the bound governs: from the slowest split that
+				// holds it (a dry one is in Min but not in the bound).
+				spread := a.Spread()
+				switch hold := a.Bound - 20; {
+				case a.Bound == mtime.MaxTimestamp && a.Dry > 0:
+					spread = 0 // every split that counts is dry
+				case a.Bound != mtime.MaxTimestamp && hold > a.Min:
+					spread = time.Duration(max(a.Max-hold, 0)) * time.Millisecond
+				}
+				maxSpread = max(maxSpread, spread)
 				for r, splits := range tc.readers {
 					for i, p := range g.Paused(fmt.Sprint(r)) {
 						x := &splits[i]
@@ -256,6 +351,10 @@ func TestAlignmentSimulation(t *testing.T) {
 			}
 			for r, splits := range tc.readers {
 				for i, x := range splits {
+					if x.dryAt != 0 && tc.noIdle && trackers[r].Output() > x.next {
+						t.Errorf("reader %d: output watermark %v passed dry split %d at %v with no idle timeout",
+							r, trackers[r].Output(), i, x.next)
+					}
 					if x.ended || x.dryAt != 0 {
 						continue
 					}

@@ -176,14 +176,14 @@ func (s *Splits) watermark(x *split) mtime.Time {
 	return subSaturating(x.maxTime, s.cfg.OutOfOrderness)
 }
 
-// State reports split id's watermark and whether it is idle, paused or
-// ended, as an alignment group needs it.
+// State reports split id's watermark, whether it is idle, paused or
+// ended, and its activity clock, as an alignment group needs them.
 func (s *Splits) State(id SplitID) SplitState {
 	if id < 0 || int(id) >= len(s.splits) {
 		return SplitState{Watermark: mtime.MaxTimestamp, Ended: true}
 	}
 	x := &s.splits[id]
-	return SplitState{Watermark: s.watermark(x), Idle: x.idle, Paused: x.paused, Ended: x.ended}
+	return SplitState{Watermark: s.watermark(x), Idle: x.idle, Paused: x.paused, Ended: x.ended, Quiet: x.quiet}
 }
 
 // States appends every split's state to dst, in split order.
