@@ -131,7 +131,7 @@ func record(p, i int, t0 time.Time) (key string, n int, ts time.Time) {
 	return fmt.Sprintf("k%d", (i+p)%keys), i%7 + 1, t0.Add(time.Duration(i) * time.Second)
 }
 
-// produce writes the input in small batches over a few seconds, so the
+// produce writes the input in small batches over about 20 seconds, so the
 // kills fall while the job is reading, then one marker per partition an
 // hour of event time later to close every window.
 func produce(brokers string, t0 time.Time, seed int64) error {
@@ -156,7 +156,7 @@ func produce(brokers string, t0 time.Time, seed int64) error {
 		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 			return err
 		}
-		time.Sleep(time.Duration(50+rng.Intn(250)) * time.Millisecond)
+		time.Sleep(time.Duration(500+rng.Intn(1000)) * time.Millisecond)
 	}
 	var marks []*kgo.Record
 	for p := range partitions {
