@@ -61,6 +61,9 @@ type Job struct {
 	// drain is closed when a drain is requested.
 	drain     chan struct{}
 	drainOnce sync.Once
+	// sp takes savepoints while the job's checkpoints run.
+	spMu sync.Mutex
+	sp   *savepointer
 }
 
 // RequestDrain asks the job to finish early without losing data: sources

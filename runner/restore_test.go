@@ -149,6 +149,7 @@ func runRestoreJobOf(t *testing.T, p *beam.Pipeline, name, run string, opts map[
 		mu.Lock()
 		job = j
 		mu.Unlock()
+		streamJob.Store(j)
 		ts.Before = before
 	}
 	defer func() { testHookTestStream = nil }()
@@ -472,9 +473,13 @@ func TestReadRestorePoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp, files, err := readRestorePoint(storage, c)
+	rp, byTask, err := readRestorePoint(storage.FS(), c)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var files []string
+	for _, f := range byTask {
+		files = append(files, f)
 	}
 	if len(files) != 1 || !strings.HasSuffix(files[0], "chk-4/n1-s1.sst") {
 		t.Errorf("state files %v", files)

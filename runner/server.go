@@ -106,6 +106,7 @@ func NewServer(exec Executor, opts ServerOptions) *Server {
 	s.mu.byToken = map[string]*preparation{}
 	s.mu.jobs = map[JobID]*Job{}
 	jobpb.RegisterJobServiceServer(s.grpc, s)
+	s.grpc.RegisterService(&savepointsDesc, s)
 	jobpb.RegisterArtifactStagingServiceServer(s.grpc, &artifactStaging{s: s})
 	return s
 }

@@ -1,0 +1,193 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/teststream"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/weir-runner/weir/checkpoint"
+)
+
+// streamJob is the job whose TestStream runTestStreamJob's hook last saw.
+var streamJob atomic.Pointer[Job]
+
+// savepointPipeline is the stateful restore job with its stateful sum
+// under a scope named version: renaming the scope renames the transform.
+func savepointPipeline(run, version string) *beam.Pipeline {
+	p, s := beam.NewPipelineWithRoot()
+	c := teststream.NewConfig()
+	for w := range int64(restoreWindows) {
+		base := w * 10000
+		c.AddElements(base+1000, w+1, 10*(w+1))
+		c.AddElements(base+2000, 100*(w+1))
+		c.AdvanceWatermark(base + 10000)
+	}
+	in := beam.WindowInto(s, window.NewFixedWindows(10*time.Second), teststream.Create(s, c))
+	keyed := beam.ParDo(s, keyAll, in)
+	sums := beam.ParDo(s.Scope(version), &windowSumFn{Vals: state.MakeBagState[int64]("vals"), Flush: timers.InEventTime("flush")}, keyed)
+	beam.ParDo0(s, &collectFn{Run: run}, sums)
+	return p
+}
+
+// savepointAt returns a TestStream hook that, before event stop, takes a
+// savepoint of the job into dir (the replay polls for barriers meanwhile)
+// and then fails the job as a crash would. The savepoint's folder goes to
+// *path.
+func savepointAt(dir string, stop int, path *string) func(context.Context, int, func() error) error {
+	return func(ctx context.Context, i int, poll func() error) error {
+		if i != stop {
+			return nil
+		}
+		j := streamJob.Load()
+		type result struct {
+			res SavepointResult
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			res, err := j.TakeSavepoint(ctx, dir, false)
+			done <- result{res, err}
+		}()
+		for {
+			if err := poll(); err != nil {
+				return err
+			}
+			select {
+			case r := <-done:
+				if r.err != nil {
+					return r.err
+				}
+				*path = r.res.Path
+				return errCrash
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
+}
+
+// statefulName returns the name the savepoint records for the stateful
+// transform's stage.
+func statefulName(t *testing.T, path string) string {
+	t.Helper()
+	c, err := checkpoint.OpenSavepoint(vfs.Default, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Manifest.Savepoint {
+		t.Errorf("the savepoint's manifest is not marked a savepoint")
+	}
+	for _, n := range c.Manifest.Graph {
+		if n.Transform != "" {
+			return n.Name
+		}
+	}
+	t.Fatalf("the savepoint's graph %v has no stateful stage", c.Manifest.Graph)
+	return ""
+}
+
+// TestSavepointRestoresRenamedTransform takes a savepoint of a running
+// job while window 3's two elements are in its stateful transform's bag
+// and its timer is set, stops the job, and starts a new job, whose
+// stateful transform was renamed, from the savepoint through the mapping:
+// window 3's sum comes out whole (the bag and the timer were restored
+// under the new name), windows 4 and 5 follow, and windows 0 to 2, which
+// fired before the savepoint, do not come out again. Without the mapping
+// the savepoint is refused with what does not match; allowing dropped
+// state starts the renamed transform empty, so window 3 is lost.
+func TestSavepointRestoresRenamedTransform(t *testing.T) {
+	spDir := t.TempDir()
+	var path string
+	opts := map[string]string{CheckpointIntervalOption: "1h", CheckpointDirOption: t.TempDir()}
+	first, _, err := runRestoreJobOf(t, savepointPipeline("sp-1", "sumV1"), "savepoint-src", "sp-1", opts,
+		savepointAt(spDir, eventOf(3, 2), &path))
+	if !errors.Is(err, errCrash) && (err == nil || !strings.Contains(err.Error(), errCrash.Error())) {
+		t.Fatalf("the first job ended with %v, want the simulated crash after the savepoint", err)
+	}
+	if path == "" || !strings.HasPrefix(path, spDir) {
+		t.Fatalf("savepoint written to %q, want a folder in %s", path, spDir)
+	}
+	old := statefulName(t, path)
+	if !strings.Contains(old, "sumV1") {
+		t.Fatalf("the stateful stage is named %q, want it under scope sumV1", old)
+	}
+	renamed := strings.Replace(old, "sumV1", "sumV2", 1)
+	for ts, sums := range windowSums(first) {
+		if end, _ := strconv.Atoi(ts); end > 29999 {
+			t.Errorf("the first job emitted window ending %s (%v) before the savepoint", ts, sums)
+		}
+	}
+
+	t.Run("refused without the mapping", func(t *testing.T) {
+		o := map[string]string{CheckpointIntervalOption: "1h", CheckpointDirOption: t.TempDir(), SavepointOption: path}
+		_, _, err := runRestoreJobOf(t, savepointPipeline("sp-refused", "sumV2"), "savepoint-refused", "sp-refused", o, nil)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("the state of %q", old)) ||
+			!strings.Contains(err.Error(), "has no transform in the job") {
+			t.Fatalf("a savepoint whose stateful transform was renamed started with %v, want a refusal naming %q", err, old)
+		}
+	})
+
+	t.Run("mapped", func(t *testing.T) {
+		o := map[string]string{CheckpointIntervalOption: "1h", CheckpointDirOption: t.TempDir(), SavepointOption: path,
+			SavepointRenameOption: old + "=" + renamed}
+		got, job, err := runRestoreJobOf(t, savepointPipeline("sp-mapped", "sumV2"), "savepoint-dst", "sp-mapped", o, nil)
+		if err != nil {
+			t.Fatalf("job started from the savepoint: %v", err)
+		}
+		if !hasMessage(job, "started from savepoint") {
+			t.Errorf("the job did not report starting from the savepoint")
+		}
+		want := map[string][]string{}
+		for w := 3; w < restoreWindows; w++ {
+			want[fmt.Sprint(w*10000+9999)] = []string{fmt.Sprint(111 * (w + 1))}
+		}
+		if sums := windowSums(got); !mapsEqual(sums, want) {
+			t.Errorf("the job from the savepoint emitted %v, want %v (window 3 from the restored bag and timer)", sums, want)
+		}
+	})
+
+	t.Run("dropped", func(t *testing.T) {
+		o := map[string]string{CheckpointIntervalOption: "1h", CheckpointDirOption: t.TempDir(), SavepointOption: path,
+			SavepointAllowDroppedOption: "true"}
+		got, job, err := runRestoreJobOf(t, savepointPipeline("sp-dropped", "sumV2"), "savepoint-dropped", "sp-dropped", o, nil)
+		if err != nil {
+			t.Fatalf("job started from the savepoint, dropping state: %v", err)
+		}
+		if !hasMessage(job, "dropped the state of") {
+			t.Errorf("the job did not warn of the state it dropped")
+		}
+		sums := windowSums(got)
+		if _, ok := sums["39999"]; ok {
+			t.Errorf("window 3 came out (%v) though its state was dropped", sums["39999"])
+		}
+		if len(sums) != 2 {
+			t.Errorf("the job emitted %v, want windows 4 and 5 only", sums)
+		}
+	})
+}
+
+func mapsEqual(a, b map[string][]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if !slices.Equal(v, b[k]) {
+			return false
+		}
+	}
+	return true
+}
