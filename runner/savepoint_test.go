@@ -15,8 +15,11 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/teststream"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/weir-runner/weir/checkpoint"
 )
@@ -190,4 +193,95 @@ func mapsEqual(a, b map[string][]string) bool {
 		}
 	}
 	return true
+}
+
+// TestStopWithSavepoint stops a job with a savepoint through the job
+// service's weir.v1.Savepoints call, as `weir savepoint --stop` does: the
+// job ends CANCELLED, and a job started from the savepoint continues it,
+// so the two runs' output is the uninterrupted run's, each window once.
+// That job then crashes and is started again with the same options: it
+// resumes from its own checkpoints, not from the savepoint a second time.
+func TestStopWithSavepoint(t *testing.T) {
+	spDir := t.TempDir()
+	var path string
+	stop := func(ctx context.Context, i int, poll func() error) error {
+		if i != eventOf(2, 1) {
+			return nil
+		}
+		j := streamJob.Load()
+		conn, err := grpc.NewClient(inProcessServer().Endpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		done := make(chan error, 1)
+		go func() {
+			// Not the job's context: the stop cancels that before the
+			// answer arrives.
+			rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			res, err := TakeSavepoint(rctx, conn, SavepointRequest{JobID: string(j.ID), Dir: spDir, Stop: true})
+			path = res.Path
+			done <- err
+		}()
+		// Poll for the savepoint's barrier until the stop cancels the job.
+		for answered := false; ; {
+			if err := poll(); err != nil {
+				if !answered {
+					if serr := <-done; serr != nil {
+						return serr
+					}
+				}
+				return err
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					return err
+				}
+				answered = true
+			case <-ctx.Done():
+				if !answered {
+					<-done
+				}
+				return ctx.Err()
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
+	opts := map[string]string{CheckpointIntervalOption: "1h", CheckpointDirOption: t.TempDir()}
+	first, job, err := runRestoreJobOf(t, savepointPipeline("stop-1", "sum"), "stop-src", "stop-1", opts, stop)
+	if st, _ := job.State(); st != jobpb.JobState_CANCELLED || !hasMessage(job, "stopping with savepoint") {
+		t.Fatalf("the stopped job ended %v (%v), want CANCELLED with a message", st, err)
+	}
+	if path == "" {
+		t.Fatal("no savepoint path returned")
+	}
+
+	ckDir := t.TempDir()
+	o := map[string]string{CheckpointIntervalOption: "5ms", CheckpointDirOption: ckDir, SavepointOption: path,
+		CheckpointKeepOption: "10"}
+	second, job, err := runRestoreJobOf(t, savepointPipeline("stop-2", "sum"), "stop-dst", "stop-2", o,
+		crashAt(t, ckDir, eventOf(4, 2), 2))
+	if err == nil || !strings.Contains(err.Error(), errCrash.Error()) {
+		t.Fatalf("the job from the savepoint ended with %v, want the simulated crash", err)
+	}
+	if !hasMessage(job, "started from savepoint") {
+		t.Errorf("the second job did not start from the savepoint")
+	}
+	third, job, err := runRestoreJobOf(t, savepointPipeline("stop-3", "sum"), "stop-dst", "stop-3", o, nil)
+	if err != nil {
+		t.Fatalf("the job restarted after its crash: %v", err)
+	}
+	if !hasMessage(job, "restored from checkpoint") || hasMessage(job, "started from savepoint") {
+		t.Errorf("after a crash the job started from the savepoint again, not from its own checkpoints")
+	}
+	got := windowSums(slices.Concat(first, second, third))
+	for w := range restoreWindows {
+		ts, want := fmt.Sprint(w*10000+9999), fmt.Sprint(111*(w+1))
+		if s := got[ts]; len(s) != 1 || s[0] != want {
+			t.Errorf("window %d came out as %v over the three runs, want [%s] once", w, s, want)
+		}
+	}
+	t.Logf("stopped run %v, from the savepoint %v, after its crash %v", first, second, third)
 }
