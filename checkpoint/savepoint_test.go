@@ -219,4 +219,3 @@ func equalInts(a, b []int) bool {
 	}
 	return true
 }
-
