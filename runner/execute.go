@@ -114,7 +114,7 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		defer release()
 		// Before any subtask runs: the store is fresh and nothing read it.
 		ckCfg.graph = graphShape(plan, g)
-		rp, err := restoreJob(ctx, j, ckCfg, g, store)
+		rp, err := restoreJob(ctx, j, ckCfg, store)
 		if err != nil {
 			return err
 		}

@@ -79,15 +79,15 @@ func (r *restorePoint) subtask(node, sub int) *executor.SubtaskRestore {
 // checkpoints newer than the one used are reported as job warnings; a root
 // whose checkpoints all fail to verify fails the job rather than silently
 // starting over and repeating its output.
-func restoreJob(ctx context.Context, j *Job, cfg *checkpointConfig, g *executor.Graph, store *state.Store) (*restorePoint, error) {
+func restoreJob(ctx context.Context, j *Job, cfg *checkpointConfig, store *state.Store) (*restorePoint, error) {
 	if cfg.restore {
-		rp, err := restoreOwn(ctx, j, cfg, g, store)
+		rp, err := restoreOwn(ctx, j, cfg, store)
 		if rp != nil || err != nil || cfg.savepoint == nil {
 			return rp, err
 		}
 	}
 	if cfg.savepoint != nil {
-		return restoreSavepoint(ctx, j, cfg, g, store)
+		return restoreSavepoint(ctx, j, cfg, store)
 	}
 	return nil, nil
 }
@@ -96,7 +96,7 @@ func restoreJob(ctx context.Context, j *Job, cfg *checkpointConfig, g *executor.
 // job started from a savepoint takes only checkpoints of a run that
 // started from the same savepoint (a crash after the start); older ones
 // are of the pipeline before the savepoint.
-func restoreOwn(ctx context.Context, j *Job, cfg *checkpointConfig, g *executor.Graph, store *state.Store) (*restorePoint, error) {
+func restoreOwn(ctx context.Context, j *Job, cfg *checkpointConfig, store *state.Store) (*restorePoint, error) {
 	storage, err := checkpoint.OpenStorage(checkpoint.StorageOptions{Dir: cfg.dir, Job: j.Name})
 	if err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
@@ -145,35 +145,7 @@ func restoreOwn(ctx context.Context, j *Job, cfg *checkpointConfig, g *executor.
 	}
 	j.Logf(jobpb.JobMessage_JOB_MESSAGE_BASIC, "restored from checkpoint %d (%s): %d subtasks, %d state files",
 		c.Manifest.Checkpoint, c.Dir, len(rp.subtasks), len(files))
-	for _, w := range rp.lostSideInputs(g) {
-		j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "restore: %s", w)
-	}
 	return rp, nil
-}
-
-// lostSideInputs names the side inputs of a restored job: their contents
-// are not in checkpoints, and their producers resume where the checkpoint
-// left them rather than produce again, so a side input holds only what is
-// produced after the restore, and nothing if its producer had ended.
-func (r *restorePoint) lostSideInputs(g *executor.Graph) []string {
-	var out []string
-	for _, n := range g.Nodes {
-		for _, in := range n.Inputs {
-			if in.Partition != executor.Broadcast {
-				continue
-			}
-			what := "it holds only what is produced after the restore"
-			for sub := range g.Nodes[in.From].Parallelism {
-				if r.subtask(in.From, sub).Finished {
-					what = "it had ended before the checkpoint, so the side input is empty now"
-					break
-				}
-			}
-			out = append(out, fmt.Sprintf("stage %s reads a side input from %s, and side inputs are not in checkpoints: %s",
-				n.Name, g.Nodes[in.From].Name, what))
-		}
-	}
-	return out
 }
 
 // readRestorePoint reads every subtask's metadata and in-flight data, and

@@ -18,7 +18,7 @@ import (
 // the rename mapping (checkpoint.MatchGraph), so the job may differ from
 // the pipeline that took it: renamed, added and removed transforms. Each
 // matched node's state moves to its stage's namespace in this job.
-func restoreSavepoint(ctx context.Context, j *Job, cfg *checkpointConfig, g *executor.Graph, store *state.Store) (*restorePoint, error) {
+func restoreSavepoint(ctx context.Context, j *Job, cfg *checkpointConfig, store *state.Store) (*restorePoint, error) {
 	sp := cfg.savepoint
 	fs := vfs.Default
 	c, err := checkpoint.OpenSavepoint(fs, sp.path)
@@ -73,9 +73,6 @@ func restoreSavepoint(ctx context.Context, j *Job, cfg *checkpointConfig, g *exe
 	}
 	for _, n := range match.Fresh {
 		j.Logf(jobpb.JobMessage_JOB_MESSAGE_DETAILED, "savepoint: %s is new, it starts empty", cfg.graph[n].Name)
-	}
-	for _, w := range rp.lostSideInputs(g) {
-		j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "restore: %s", w)
 	}
 	return rp, nil
 }
