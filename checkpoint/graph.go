@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -114,7 +115,7 @@ func MatchGraph(m *Manifest, graph []GraphNode, o MatchOptions) (*Match, error) 
 	for j, n := range graph {
 		job[n.Name] = append(job[n.Name], j)
 	}
-	for _, from := range sortedKeys(o.Rename) {
+	for _, from := range slices.Sorted(maps.Keys(o.Rename)) {
 		to := o.Rename[from]
 		if !saved[from] {
 			diff = append(diff, fmt.Sprintf("the mapping renames %q, which the savepoint has no transform of", from))
@@ -163,13 +164,4 @@ func MatchGraph(m *Manifest, graph []GraphNode, o MatchOptions) (*Match, error) 
 		return nil, &GraphMismatchError{ID: m.Checkpoint, Mismatches: diff, Savepoint: true}
 	}
 	return match, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -201,21 +202,9 @@ func TestMatchGraph(t *testing.T) {
 			if err != nil {
 				t.Fatalf("MatchGraph: %v", err)
 			}
-			if !equalInts(got.Into, tc.into) || !equalInts(got.Fresh, tc.fresh) || strings.Join(got.Dropped, ",") != strings.Join(tc.dropped, ",") {
+			if !slices.Equal(got.Into, tc.into) || !slices.Equal(got.Fresh, tc.fresh) || strings.Join(got.Dropped, ",") != strings.Join(tc.dropped, ",") {
 				t.Errorf("MatchGraph = into %v fresh %v dropped %v; want %v %v %v", got.Into, got.Fresh, got.Dropped, tc.into, tc.fresh, tc.dropped)
 			}
 		})
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

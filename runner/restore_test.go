@@ -100,14 +100,7 @@ func init() {
 // instead of a combine.
 func restorePipelineOf(run string, stateful bool) *beam.Pipeline {
 	p, s := beam.NewPipelineWithRoot()
-	c := teststream.NewConfig()
-	for w := range int64(restoreWindows) {
-		base := w * 10000
-		c.AddElements(base+1000, w+1, 10*(w+1))
-		c.AddElements(base+2000, 100*(w+1))
-		c.AdvanceWatermark(base + 10000)
-	}
-	in := beam.WindowInto(s, window.NewFixedWindows(10*time.Second), teststream.Create(s, c))
+	in := restoreInput(s)
 	var sums beam.PCollection
 	if stateful {
 		sums = beam.ParDo(s, &windowSumFn{Vals: state.MakeBagState[int64]("vals"), Flush: timers.InEventTime("flush")},
@@ -117,6 +110,20 @@ func restorePipelineOf(run string, stateful bool) *beam.Pipeline {
 	}
 	beam.ParDo0(s, &collectFn{Run: run}, sums)
 	return p
+}
+
+// restoreInput is the restore tests' input: the TestStream of the six
+// windows, in 10 s fixed windows. Build it first: the Go SDK names the
+// TestStream's coder by its position in the pipeline.
+func restoreInput(s beam.Scope) beam.PCollection {
+	c := teststream.NewConfig()
+	for w := range int64(restoreWindows) {
+		base := w * 10000
+		c.AddElements(base+1000, w+1, 10*(w+1))
+		c.AddElements(base+2000, 100*(w+1))
+		c.AdvanceWatermark(base + 10000)
+	}
+	return beam.WindowInto(s, window.NewFixedWindows(10*time.Second), teststream.Create(s, c))
 }
 
 // eventOf returns the index of a window's events: 0 and 1 add elements, 2
@@ -636,15 +643,7 @@ func init() { register.Function3x0(addSide) }
 func TestRestoreKeepsSideInputs(t *testing.T) {
 	pipeline := func(run string) *beam.Pipeline {
 		p, s := beam.NewPipelineWithRoot()
-		c := teststream.NewConfig()
-		for w := range int64(restoreWindows) {
-			base := w * 10000
-			c.AddElements(base+1000, w+1, 10*(w+1))
-			c.AddElements(base+2000, 100*(w+1))
-			c.AdvanceWatermark(base + 10000)
-		}
-		// The TestStream first: the Go SDK names its coder by position.
-		in := beam.WindowInto(s, window.NewFixedWindows(10*time.Second), teststream.Create(s, c))
+		in := restoreInput(s)
 		side := beam.Create(s, int64(1000))
 		sums := stats.Sum(s, beam.ParDo(s, addSide, in, beam.SideInput{Input: side}))
 		beam.ParDo0(s, &collectFn{Run: run}, sums)

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,30 +10,9 @@ import (
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal/runnerlib"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
-
-// startStoppable starts a server the test stops itself (startServer's
-// cleanup stops it at the end).
-func startStoppable(t *testing.T, exec Executor, stateDir string) (*Server, jobpb.JobServiceClient) {
-	t.Helper()
-	s := NewServer(exec, ServerOptions{StagingRoot: t.TempDir(), StateDir: stateDir, Logger: slog.New(slog.DiscardHandler)})
-	if err := s.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := grpc.NewClient(s.Endpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		s.Stop(context.Background())
-	})
-	return s, jobpb.NewJobServiceClient(conn)
-}
 
 // TestServeResumesUnfinishedJobs: a job the server was running when it
 // stopped is started again by the next server on the same state dir, with
@@ -74,7 +52,9 @@ func TestServeResumesUnfinishedJobs(t *testing.T) {
 		return id
 	}
 
-	a, client := startStoppable(t, exec, stateDir)
+	// startServer's cleanup stops each server again, which is harmless.
+	ts := startServer(t, exec, ServerOptions{StateDir: stateDir})
+	a, client := ts.s, ts.client
 	submit(client, "resumable", graphx.URNEnvProcess, opts("10s"))
 	cancelled := submit(client, "cancelled", graphx.URNEnvProcess, opts("10s"))
 	unchecked := submit(client, "unchecked", graphx.URNEnvProcess, &structpb.Struct{})
@@ -94,7 +74,7 @@ func TestServeResumesUnfinishedJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b, _ := startStoppable(t, exec, stateDir)
+	b := startServer(t, exec, ServerOptions{StateDir: stateDir}).s
 	ids, err := b.ResumeJobs()
 	if err != nil || len(ids) != 1 {
 		t.Fatalf("ResumeJobs = %v, %v; want the one resumable job", ids, err)
@@ -130,7 +110,7 @@ func TestServeResumesUnfinishedJobs(t *testing.T) {
 	if err := b.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c, _ := startStoppable(t, exec, stateDir)
+	c := startServer(t, exec, ServerOptions{StateDir: stateDir}).s
 	if ids, err := c.ResumeJobs(); err != nil || len(ids) != 0 {
 		t.Errorf("after its user cancelled the resumed job, ResumeJobs = %v, %v; want none", ids, err)
 	}

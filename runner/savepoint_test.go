@@ -12,11 +12,9 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/teststream"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -31,15 +29,7 @@ var streamJob atomic.Pointer[Job]
 // under a scope named version: renaming the scope renames the transform.
 func savepointPipeline(run, version string) *beam.Pipeline {
 	p, s := beam.NewPipelineWithRoot()
-	c := teststream.NewConfig()
-	for w := range int64(restoreWindows) {
-		base := w * 10000
-		c.AddElements(base+1000, w+1, 10*(w+1))
-		c.AddElements(base+2000, 100*(w+1))
-		c.AdvanceWatermark(base + 10000)
-	}
-	in := beam.WindowInto(s, window.NewFixedWindows(10*time.Second), teststream.Create(s, c))
-	keyed := beam.ParDo(s, keyAll, in)
+	keyed := beam.ParDo(s, keyAll, restoreInput(s))
 	sums := beam.ParDo(s.Scope(version), &windowSumFn{Vals: state.MakeBagState[int64]("vals"), Flush: timers.InEventTime("flush")}, keyed)
 	beam.ParDo0(s, &collectFn{Run: run}, sums)
 	return p
