@@ -180,6 +180,15 @@ var errCrash = errors.New("simulated crash")
 // It opens the storage before the job runs: opening removes unfinished
 // checkpoint folders, which would fail the job's checkpoint in flight.
 func crashAt(t *testing.T, dir string, stop, n int) func(context.Context, int, func() error) error {
+	return crashAfter(t, dir, stop, n, nil)
+}
+
+// crashAfter is crashAt that first waits, polling, until ready says so:
+// until what the job emitted before event stop has reached its sink, say,
+// so that nothing of it is still in flight when the checkpoints it counts
+// are taken (an unaligned barrier would overtake it, and the restored job
+// would rightly emit it again).
+func crashAfter(t *testing.T, dir string, stop, n int, ready func() bool) func(context.Context, int, func() error) error {
 	storage, err := checkpoint.OpenStorage(checkpoint.StorageOptions{Dir: dir, Keep: 100})
 	if err != nil {
 		t.Fatal(err)
@@ -187,6 +196,16 @@ func crashAt(t *testing.T, dir string, stop, n int) func(context.Context, int, f
 	return func(ctx context.Context, i int, poll func() error) error {
 		if i != stop {
 			return nil
+		}
+		for ready != nil && !ready() {
+			if err := poll(); err != nil {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Millisecond):
+			}
 		}
 		ids, _ := storage.List()
 		var first checkpoint.ID
@@ -263,7 +282,10 @@ func TestRestoreAfterCrash(t *testing.T) {
 			if tc.stateful {
 				stop = eventOf(3, 2)
 			}
-			first, _, err := run(t, name, mode+"-1", opts, crashAt(t, dir, stop, 2))
+			// Windows 0 to 2 fire before event stop: wait until they reach
+			// the sink, so the checkpoints after are of a job that fired them.
+			fired := func() bool { return len(peekCollected(mode+"-1")) >= 3 }
+			first, _, err := run(t, name, mode+"-1", opts, crashAfter(t, dir, stop, 2, fired))
 			if err == nil || !strings.Contains(err.Error(), errCrash.Error()) {
 				t.Fatalf("the first run ended with %v, want the simulated crash", err)
 			}
