@@ -31,10 +31,6 @@ const (
 	recordFiles     = "artifacts"    // the staged files
 )
 
-// DefaultStateDir is where jobs keep what outlives them (checkpoints,
-// savepoints, submission records) unless told otherwise.
-func DefaultStateDir() string { return defaultStateDir() }
-
 // resumable says whether a job can be resumed after a restart of the
 // server, and if not, why.
 func resumable(j *Job) (bool, string) {
