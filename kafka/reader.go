@@ -277,7 +277,7 @@ func (r *Reader) Poll(ctx context.Context) ([]Record, error) {
 			return nil, err
 		}
 		if len(out) > 0 {
-			return r.endPoll(out, r.clock.Now())
+			return r.endPoll(out, r.clock.Now(), false)
 		}
 	}
 	pctx, cancel := context.WithTimeout(ctx, r.opts.PollWait)
@@ -328,16 +328,17 @@ func (r *Reader) Poll(ctx context.Context) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.endPoll(out, now)
+	return r.endPoll(out, now, r.hold)
 }
 
 // endPoll moves idleness and alignment on after a poll's records, and ends
-// a bounded read that has read MaxRecords.
-func (r *Reader) endPoll(out []Record, now time.Time) ([]Record, error) {
+// a bounded read that has read MaxRecords. With release, it first
+// delivers the held records the bound admits.
+func (r *Reader) endPoll(out []Record, now time.Time, release bool) ([]Record, error) {
 	if _, err := r.splits.Tick(now); err != nil {
 		return nil, fmt.Errorf("kafka source %s: %w", r.name, err)
 	}
-	if r.hold {
+	if release {
 		var err error
 		if out, err = r.release(out, now); err != nil {
 			return nil, err
@@ -371,52 +372,46 @@ func (r *Reader) deliver(i int, rec *kgo.Record, t mtime.Time, now time.Time, ou
 	return nil
 }
 
-// release delivers the held records the group's bound admits, in offset
-// order per partition, and appends them to out. Delivering moves the
-// partition's watermark, which can move the group's minimum and so the
-// bound, so it asks the group again until a round delivers nothing: the
-// records of partitions that wait for one another leave in one poll,
-// interleaved by event time within the drift.
+// release delivers the held records the group's bound admits now, in
+// offset order per partition, and appends them to out. It asks the group
+// once: delivering moves the partition's watermark and so maybe the
+// group's minimum and bound, but what that admits waits for the next
+// poll. The source emits its watermark between polls, so a poll's records
+// span at most the drift (plus one record of a partition at the minimum)
+// past the watermark emitted before them. Draining every partition in one
+// poll, as the bound rises, would deliver a fetch's worth of event time of
+// every partition ahead of one watermark: the state the hold is for.
 func (r *Reader) release(out []Record, now time.Time) ([]Record, error) {
+	held := false
+	for i := range r.parts {
+		held = held || len(r.parts[i].held) > 0
+	}
+	if !held {
+		return out, nil
+	}
 	ooo := time.Duration(r.cfg.MaxOutOfOrdernessMillis) * time.Millisecond
-	for {
-		left := false
-		for i := range r.parts {
-			if len(r.parts[i].held) > 0 {
-				left = true
+	b := r.group.hold(r.name, r.reportStates())
+	for i := range r.parts {
+		p := &r.parts[i]
+		for len(p.held) > 0 {
+			if r.cfg.MaxRecords > 0 && r.read >= r.cfg.MaxRecords {
+				return out, nil
+			}
+			h := p.held[0]
+			if !b.Admits(r.splits.Watermark(watermarkmgr.SplitID(i)), h.t, ooo) {
 				break
 			}
-		}
-		if !left {
-			return out, nil
-		}
-		b := r.group.hold(r.name, r.reportStates())
-		delivered := false
-		for i := range r.parts {
-			p := &r.parts[i]
-			for len(p.held) > 0 {
-				if r.cfg.MaxRecords > 0 && r.read >= r.cfg.MaxRecords {
-					return out, nil
-				}
-				h := p.held[0]
-				if !b.Admits(r.splits.Watermark(watermarkmgr.SplitID(i)), h.t, ooo) {
-					break
-				}
-				if err := r.deliver(i, h.rec, h.t, now, &out); err != nil {
-					return nil, err
-				}
-				p.held[0] = heldRecord{}
-				p.held = p.held[1:]
-				delivered = true
+			if err := r.deliver(i, h.rec, h.t, now, &out); err != nil {
+				return nil, err
 			}
-			if len(p.held) == 0 {
-				p.held = nil
-			}
+			p.held[0] = heldRecord{}
+			p.held = p.held[1:]
 		}
-		if !delivered {
-			return out, nil
+		if len(p.held) == 0 {
+			p.held = nil
 		}
 	}
+	return out, nil
 }
 
 // reportStates returns the partitions' states as the alignment group
