@@ -318,7 +318,8 @@ type HoldBound struct {
 // split's fetches: the records it already fetched would carry it past
 // the bound by up to a fetch. A reader that delivers only admitted
 // records keeps every split's watermark within the bound, and the event
-// times it delivers within the bound plus ooo.
+// times it delivers within the bound plus ooo, but for one record at a
+// time of a split at the minimum (below).
 //
 // A record is admitted when the watermark it implies, t - ooo, is at or
 // under the bound: the comparison the pause decision makes, so a split
