@@ -17,6 +17,8 @@ func (l loggingService) Logging(stream fnpb.BeamFnLogging_LoggingServer) error {
 	if err != nil {
 		return err
 	}
+	w.logs.opened()
+	defer w.logs.closed()
 	for {
 		batch, err := stream.Recv()
 		if err != nil {
@@ -37,6 +39,38 @@ type logRing struct {
 	buf  [32]string
 	next int
 	n    int
+	open int           // logging streams open
+	idle chan struct{} // closed when the last open stream ends
+}
+
+func (r *logRing) opened() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.open == 0 {
+		r.idle = make(chan struct{})
+	}
+	r.open++
+}
+
+func (r *logRing) closed() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.open--
+	if r.open == 0 {
+		close(r.idle)
+	}
+}
+
+// settled is closed once no logging stream is open.
+func (r *logRing) settled() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.open == 0 {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return r.idle
 }
 
 func (r *logRing) add(s string) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
 )
@@ -58,7 +59,27 @@ func (w *Worker) Err() error {
 }
 
 // LastLogs returns the worker's most recent log lines, oldest first.
-func (w *Worker) LastLogs() []string { return w.logs.lines() }
+//
+// A lost worker's last lines travel on its logging stream, which ends
+// about when its control stream does but not in step with it: for a
+// worker that is gone, LastLogs first waits (at most logGrace) for that
+// stream to end, so that the lines that explain a crash are in the error.
+func (w *Worker) LastLogs() []string {
+	select {
+	case <-w.done:
+		t := time.NewTimer(logGrace)
+		defer t.Stop()
+		select {
+		case <-w.logs.settled():
+		case <-t.C:
+		}
+	default:
+	}
+	return w.logs.lines()
+}
+
+// logGrace bounds how long LastLogs waits for a lost worker's logs.
+const logGrace = 2 * time.Second
 
 func (w *Worker) serveControl(stream fnpb.BeamFnControl_ControlServer) error {
 	w.mu.Lock()

@@ -3,6 +3,8 @@ package kafka
 import (
 	"context"
 	"time"
+
+	"github.com/weir-runner/weir/twophase"
 )
 
 // Clock gives processing time. Tests use a fake one.
@@ -16,23 +18,10 @@ type WallClock struct{}
 // Now implements Clock.
 func (WallClock) Now() time.Time { return time.Now() }
 
-// Back-off between retries of a failed connection, metadata request or
-// produce: doubling from backoffMin up to backoffMax.
-const (
-	backoffMin = 100 * time.Millisecond
-	backoffMax = 10 * time.Second
-)
-
-// backoff returns how long to wait before retry number attempt (from 0).
-func backoff(attempt int) time.Duration {
-	if attempt < 0 {
-		attempt = 0
-	}
-	if attempt >= 7 { // 100 ms << 7 is past the cap
-		return backoffMax
-	}
-	return min(backoffMin<<attempt, backoffMax)
-}
+// backoff returns how long to wait before retry number attempt (from 0)
+// of a failed connection, metadata request or produce: the schedule of
+// the two-phase-commit sinks' retries (100 ms doubling up to 10 s).
+func backoff(attempt int) time.Duration { return twophase.Backoff(attempt) }
 
 // sleep waits for d or until ctx is done.
 func sleep(ctx context.Context, d time.Duration) error {

@@ -236,13 +236,7 @@ var consumerKeys = map[string]bool{"isolation.level": true, "client.id": true, "
 
 // UnknownConsumerKeys returns the consumer_config keys the reader ignores.
 func UnknownConsumerKeys(cfg *kafkaio.ReadConfig) []string {
-	var out []string
-	for k := range cfg.ConsumerConfig {
-		if !consumerKeys[k] {
-			out = append(out, k)
-		}
-	}
-	return out
+	return unknownKeys(cfg.ConsumerConfig, consumerKeys)
 }
 
 // Done reports whether a bounded read has ended.

@@ -75,9 +75,14 @@ var producerKeys = map[string]bool{"client.id": true, "linger.ms": true, "compre
 
 // UnknownProducerKeys returns the producer_config keys the writer ignores.
 func UnknownProducerKeys(cfg *kafkaio.WriteConfig) []string {
+	return unknownKeys(cfg.ProducerConfig, producerKeys)
+}
+
+// unknownKeys returns the keys of config that known does not hold.
+func unknownKeys(config map[string]string, known map[string]bool) []string {
 	var out []string
-	for k := range cfg.ProducerConfig {
-		if !producerKeys[k] {
+	for k := range config {
+		if !known[k] {
 			out = append(out, k)
 		}
 	}

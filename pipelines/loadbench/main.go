@@ -95,7 +95,7 @@ func main() {
 	table := render(names, results, opts)
 	fmt.Print(table)
 	if *out != "" {
-		if err := os.WriteFile(*out, []byte(table), 0o644); err != nil {
+		if err := os.WriteFile(*out, []byte(table+otherSections(*out)), 0o644); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -245,4 +245,20 @@ func memTotal() string {
 		}
 	}
 	return "unknown memory"
+}
+
+// otherSections returns what follows the load tests in the file at path:
+// everything from its first second-level heading on, which other
+// benchmarks (bench-backfill, bench-checkpoint) keep there. The notes
+// between the table and that heading belong to the run they describe and
+// are dropped with it.
+func otherSections(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if i := strings.Index(string(b), "\n## "); i >= 0 {
+		return "\n" + string(b[i+1:])
+	}
+	return ""
 }
