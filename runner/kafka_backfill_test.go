@@ -179,16 +179,15 @@ func backfillRun(t *testing.T, cfg kafkaio.ReadConfig) (r backfillResult) {
 	beam.ParDo0(s, backfillSink, bags)
 	start := time.Now()
 	logged := start
-	// Every 100 ms by default: each sample scans the whole store twice,
+	// Every 100 ms by default: each sample scans the whole store,
 	// and more often would slow the job it measures.
 	executeSampling(t, p, 10*time.Minute, *backfillSample, func(stores []*weirstate.Store) {
 		for _, st := range stores {
-			if n, b, err := st.Usage(weirstate.KindUserState); err == nil {
-				r.peak, r.bytes, r.samples = max(r.peak, n), max(r.bytes, b), r.samples+1
-			}
-			// One expiry-index record per key and window holding state.
-			if n, err := st.Count(weirstate.KindUserGC); err == nil {
-				r.windows = max(r.windows, n)
+			// One scan for both: the sampler's scans take CPU from the job
+			// it measures. Scopes are the key-windows holding state.
+			if u, err := st.UserUsage(); err == nil {
+				r.peak, r.bytes, r.windows = max(r.peak, u.Records), max(r.bytes, u.Bytes), max(r.windows, u.Scopes)
+				r.samples++
 			}
 		}
 		if jobs := inProcessServer().Jobs(); len(jobs) > 0 {

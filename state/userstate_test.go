@@ -392,3 +392,26 @@ func TestCollectLargeScope(t *testing.T) {
 		})
 	}
 }
+
+func TestUserUsage(t *testing.T) {
+	s := openMem(t)
+	for _, ns := range []string{"a", "b"} {
+		u := s.NewUserState(ns)
+		tx := u.Begin()
+		tx.BagAppend(cell("k", "w1"), 10, []byte("x"))
+		tx.BagAppend(cell("k", "w1"), 10, []byte("y"))
+		tx.BagAppend(cell("k", "w2"), 20, []byte("z"))
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.UserUsage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, b, _ := s.Usage(KindUserState)
+	scopes, _ := s.Count(KindUserGC)
+	if want := (UserUsage{Records: n, Bytes: b, Scopes: scopes}); got != want || got.Records != 6 || got.Scopes != 4 {
+		t.Fatalf("UserUsage = %+v, want %+v with 6 records and 4 scopes", got, want)
+	}
+}
