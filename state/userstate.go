@@ -392,11 +392,12 @@ func (u *UserState) collectInto(b *pebble.Batch, wm mtime.Time) (int, error) {
 		return 0, fmt.Errorf("state: collect user state: %w", err)
 	}
 	defer idx.Close()
-	cells, err := u.db.NewIter(nil)
-	if err != nil {
-		return 0, fmt.Errorf("state: collect user state: %w", err)
-	}
-	defer cells.Close()
+	var cells *pebble.Iterator // opened at the first expired scope: most calls find none
+	defer func() {
+		if cells != nil {
+			cells.Close()
+		}
+	}()
 	n := 0
 	var keys [][]byte
 	for valid := idx.First(); valid; valid = idx.Next() {
@@ -404,6 +405,11 @@ func (u *UserState) collectInto(b *pebble.Batch, wm mtime.Time) (int, error) {
 		key, rest2, ok2 := cutLP(rest)
 		if !ok || !ok2 || len(rest2) != 2 {
 			return n, fmt.Errorf("state: corrupt user state index record")
+		}
+		if cells == nil {
+			if cells, err = u.db.NewIter(nil); err != nil {
+				return n, fmt.Errorf("state: collect user state: %w", err)
+			}
 		}
 		p := u.scope(nil, int(binary.BigEndian.Uint16(rest2)), win, key)
 		if keys, err = deleteScope(b, cells, p, keys[:0]); err != nil {
