@@ -116,8 +116,10 @@ type Coordinator struct {
 	nextAt   time.Time
 	failures int // consecutive
 	failed   error
-	history  []Stats
-	done     struct{ completed, failed int }
+	// savepoint says the next checkpoint is a savepoint, due at once.
+	savepoint bool
+	history   []Stats
+	done      struct{ completed, failed int }
 }
 
 // NewCoordinator returns the coordinator of a job whose subtasks are tasks,
@@ -168,7 +170,8 @@ func (c *Coordinator) Tick(now time.Time) (id ID, triggered bool, err error) {
 	}
 	id = c.next
 	c.next++
-	c.pending = &Stats{ID: id, Trigger: now, Total: len(c.tasks)}
+	c.pending = &Stats{ID: id, Trigger: now, Total: len(c.tasks), Savepoint: c.savepoint}
+	c.savepoint = false
 	c.acked = map[Task]bool{}
 	c.ready = false
 	// The interval runs from trigger to trigger; a checkpoint that outlasts
@@ -194,7 +197,23 @@ func (c *Coordinator) SwitchAt(id ID) (at time.Time, ok bool) {
 		// its acknowledgement will be dropped anyway.
 		return time.Time{}, false
 	}
+	if p.Savepoint {
+		return time.Time{}, false
+	}
 	return SwitchAt(c.opts.Mode, c.opts.AlignedTimeout, p.Trigger)
+}
+
+// RequestSavepoint makes the next checkpoint a savepoint and due at once:
+// it triggers on the next Tick, or as soon as the checkpoint in flight
+// ends. A savepoint is always aligned, so it holds no in-flight data and
+// restores into a changed graph (Flink's savepoints are aligned for the
+// same reason), and its failure is not one of the failures in a row the
+// job tolerates: the user asked for it and hears of its failure.
+func (c *Coordinator) RequestSavepoint(now time.Time) {
+	c.savepoint = true
+	if now.Before(c.nextAt) {
+		c.nextAt = now
+	}
 }
 
 // SwitchAt is Coordinator.SwitchAt for a checkpoint triggered at trigger.
@@ -292,7 +311,9 @@ func (c *Coordinator) Fail(now time.Time, id ID, reason error) error {
 	}
 	p.Status = Failed
 	p.Reason = reason.Error()
-	c.failures++
+	if !p.Savepoint {
+		c.failures++
+	}
 	c.done.failed++
 	c.finish(now)
 	if c.failures > c.opts.TolerableFailures {

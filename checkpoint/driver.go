@@ -46,7 +46,18 @@ type Driver struct {
 	cfg   DriverConfig
 	mu    sync.Mutex // guards cfg.Coordinator
 	ready chan ID
-	errc  chan error // a failure from Ack or Decline that fails the job
+	errc  chan error    // a failure from Ack or Decline that fails the job
+	wake  chan struct{} // a savepoint was requested: Next moved earlier
+	// waiters are the savepoint requests not yet answered (under mu).
+	waiters []savepointWaiter
+	ended   bool // Run returned; no savepoint will be taken (under mu)
+}
+
+// savepointWaiter is one RequestSavepoint: it is answered by the first
+// savepoint triggered at or after it was made.
+type savepointWaiter struct {
+	at time.Time
+	ch chan Stats
 }
 
 // NewDriver returns a driver; Run starts it.
@@ -54,13 +65,65 @@ func NewDriver(cfg DriverConfig) *Driver {
 	if cfg.Clock == nil {
 		cfg.Clock = RealClock{}
 	}
-	return &Driver{cfg: cfg, ready: make(chan ID, 1), errc: make(chan error, 1)}
+	return &Driver{cfg: cfg, ready: make(chan ID, 1), errc: make(chan error, 1), wake: make(chan struct{}, 1)}
+}
+
+// ErrDriverStopped is the reason of a savepoint that was never taken
+// because the job's checkpoints stopped (the job ended) first.
+const ErrDriverStopped = "the job's checkpoints stopped before the savepoint was taken"
+
+// RequestSavepoint asks for a savepoint (Coordinator.RequestSavepoint) and
+// returns a channel that receives its statistics once it completed or
+// failed; safe from any goroutine. If the job's checkpoints stop first,
+// the channel receives a failed Stats whose Reason is ErrDriverStopped.
+func (d *Driver) RequestSavepoint() <-chan Stats {
+	ch := make(chan Stats, 1)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ended {
+		ch <- Stats{Status: Failed, Savepoint: true, Reason: ErrDriverStopped}
+		return ch
+	}
+	now := d.cfg.Clock.Now()
+	d.cfg.Coordinator.RequestSavepoint(now)
+	d.waiters = append(d.waiters, savepointWaiter{at: now, ch: ch})
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+	return ch
+}
+
+// answer gives st, a savepoint that ended, to the requests it answers.
+// Called with d.mu held.
+func (d *Driver) answer(st Stats) {
+	rest := d.waiters[:0]
+	for _, w := range d.waiters {
+		if st.Trigger.Before(w.at) {
+			rest = append(rest, w) // asked after this one started
+			continue
+		}
+		w.ch <- st
+	}
+	d.waiters = rest
+}
+
+// stopWaiters fails the requests no savepoint will answer now.
+func (d *Driver) stopWaiters() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ended = true
+	for _, w := range d.waiters {
+		w.ch <- Stats{Status: Failed, Savepoint: true, Reason: ErrDriverStopped}
+	}
+	d.waiters = nil
 }
 
 // Run drives checkpoints until ctx is done, or returns the error that
 // fails the job (too many failed checkpoints). The caller owns the
 // goroutine that calls it and stops it through ctx.
 func (d *Driver) Run(ctx context.Context) error {
+	defer d.stopWaiters()
 	for {
 		d.mu.Lock()
 		wait := d.cfg.Coordinator.Next().Sub(d.cfg.Clock.Now())
@@ -74,6 +137,8 @@ func (d *Driver) Run(ctx context.Context) error {
 			if err := d.store(ctx, id); err != nil {
 				return err
 			}
+		case <-d.wake:
+			// Next moved earlier; wait again.
 		case <-d.cfg.Clock.After(wait):
 			if err := d.tick(ctx); err != nil {
 				return err
@@ -119,6 +184,9 @@ func (d *Driver) finished(id ID) {
 	}
 	if d.cfg.Finished != nil {
 		d.cfg.Finished(st)
+	}
+	if st.Savepoint {
+		d.answer(st)
 	}
 }
 

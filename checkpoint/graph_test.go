@@ -9,7 +9,7 @@ import (
 )
 
 func TestCheckGraph(t *testing.T) {
-	job := []GraphNode{{"s1", "Impulse", 1}, {"s2", "GroupByKey", 4}, {"s3", "Sum", 4}}
+	job := []GraphNode{{Stage: "s1", Name: "Impulse", Parallelism: 1}, {Stage: "s2", Name: "GroupByKey", Parallelism: 4}, {Stage: "s3", Name: "Sum", Parallelism: 4}}
 	for _, tc := range []struct {
 		name  string
 		graph []GraphNode
@@ -18,10 +18,10 @@ func TestCheckGraph(t *testing.T) {
 	}{
 		{"same", job, 128, nil},
 		{"no graph recorded", nil, 128, []string{"records no graph"}},
-		{"other parallelism", []GraphNode{{"s1", "Impulse", 1}, {"s2", "GroupByKey", 2}, {"s3", "Sum", 2}}, 128,
+		{"other parallelism", []GraphNode{{Stage: "s1", Name: "Impulse", Parallelism: 1}, {Stage: "s2", Name: "GroupByKey", Parallelism: 2}, {Stage: "s3", Name: "Sum", Parallelism: 2}}, 128,
 			[]string{"node 1 (s2) has parallelism 2, the job's 4", "node 2 (s3) has parallelism 2, the job's 4"}},
 		{"a node fewer", job[:2], 128, []string{"2 nodes, the job has 3"}},
-		{"another stage", []GraphNode{{"s1", "Impulse", 1}, {"s2", "Count", 4}, {"s3", "Sum", 4}}, 128,
+		{"another stage", []GraphNode{{Stage: "s1", Name: "Impulse", Parallelism: 1}, {Stage: "s2", Name: "Count", Parallelism: 4}, {Stage: "s3", Name: "Sum", Parallelism: 4}}, 128,
 			[]string{"node 1 is stage s2 (Count), the job's is s2 (GroupByKey)"}},
 		{"other key groups", job, 64, []string{"64 key groups"}},
 	} {
@@ -52,7 +52,7 @@ func TestCheckGraph(t *testing.T) {
 // records the newest checkpoint, and a graph is recorded in manifests.
 func TestFinished(t *testing.T) {
 	fs := vfs.NewMem()
-	graph := []GraphNode{{"s1", "Impulse", 1}}
+	graph := []GraphNode{{Stage: "s1", Name: "Impulse", Parallelism: 1}}
 	s, err := OpenStorage(StorageOptions{Dir: "/root", FS: fs, Job: "j", Graph: graph})
 	if err != nil {
 		t.Fatal(err)

@@ -76,6 +76,10 @@ type Stats struct {
 	Subtasks []SubtaskStats
 	// Total is how many subtasks must acknowledge.
 	Total int
+	// Savepoint marks a checkpoint taken on request (RequestSavepoint):
+	// always aligned, and its failure does not count against the
+	// tolerable failures.
+	Savepoint bool
 }
 
 // Duration is from trigger to end (or to now while in progress, which the

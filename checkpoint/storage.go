@@ -41,6 +41,9 @@ type StorageOptions struct {
 	// Graph is the job's graph, recorded in every manifest so that a
 	// restore can refuse a checkpoint of another graph (CheckGraph).
 	Graph []GraphNode
+	// Origin is the savepoint the job started from, recorded in every
+	// manifest (Manifest.Origin).
+	Origin string
 }
 
 // Storage writes checkpoints into a root folder so that only complete ones
@@ -49,11 +52,12 @@ type StorageOptions struct {
 // A crash at any point leaves at most a .tmp folder, which OpenStorage
 // removes.
 type Storage struct {
-	fs    vfs.FS
-	dir   string
-	keep  int
-	job   string
-	graph []GraphNode
+	fs     vfs.FS
+	dir    string
+	keep   int
+	job    string
+	graph  []GraphNode
+	origin string
 }
 
 // OpenStorage opens (creating) the checkpoint root and removes what
@@ -68,7 +72,7 @@ func OpenStorage(o StorageOptions) (*Storage, error) {
 	if o.Keep <= 0 {
 		o.Keep = 3
 	}
-	s := &Storage{fs: o.FS, dir: o.Dir, keep: o.Keep, job: o.Job, graph: o.Graph}
+	s := &Storage{fs: o.FS, dir: o.Dir, keep: o.Keep, job: o.Job, graph: o.Graph, origin: o.Origin}
 	if err := s.fs.MkdirAll(s.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("checkpoint: create %s: %w", s.dir, err)
 	}
@@ -126,6 +130,12 @@ type Manifest struct {
 	Stats *ManifestStats `json:"stats,omitempty"`
 	// Graph is the graph of the job that wrote it, node by node.
 	Graph []GraphNode `json:"graph,omitempty"`
+	// Savepoint marks a checkpoint taken on request (`weir savepoint`).
+	Savepoint bool `json:"savepoint,omitempty"`
+	// Origin is the savepoint the run that wrote it started from, if any:
+	// a job started from a savepoint that crashes resumes from its own
+	// checkpoints, not from the savepoint again.
+	Origin string `json:"origin,omitempty"`
 }
 
 // File is one file of a checkpoint.
@@ -186,7 +196,7 @@ func (s *Storage) Begin(id ID) (*Writer, error) {
 		return nil, fmt.Errorf("checkpoint %d: create %s: %w", id, tmp, err)
 	}
 	return &Writer{s: s, id: id, tmp: tmp, names: map[string]bool{},
-		m: Manifest{Version: manifestVersion, Checkpoint: id, Job: s.job, KeyGroups: KeyGroups, Graph: s.graph}}, nil
+		m: Manifest{Version: manifestVersion, Checkpoint: id, Job: s.job, KeyGroups: KeyGroups, Graph: s.graph, Origin: s.origin}}, nil
 }
 
 // ID is the checkpoint being written.
@@ -499,16 +509,24 @@ func (s *Storage) Latest() (*Checkpoint, []*CorruptError, error) {
 // Verify reads checkpoint id's manifest and checks every file's size and
 // SHA-256. What is wrong is a *CorruptError; other errors are I/O.
 func (s *Storage) Verify(id ID) (*Checkpoint, error) {
-	dir := s.fs.PathJoin(s.dir, dirName(id))
+	return verifyDir(s.fs, s.fs.PathJoin(s.dir, dirName(id)), id, true)
+}
+
+// verifyDir verifies the checkpoint in dir, which must be checkpoint id if
+// checkID.
+func verifyDir(fs vfs.FS, dir string, id ID, checkID bool) (*Checkpoint, error) {
 	bad := func(file string, p Problem, detail string, args ...any) error {
 		return &CorruptError{ID: id, Dir: dir, File: file, Problem: p, Detail: fmt.Sprintf(detail, args...)}
 	}
-	m, err := s.readManifest(dir)
+	m, err := readManifest(fs, dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, bad(ManifestName, Missing, "")
 		}
 		return nil, bad(ManifestName, BadManifest, "%v", err)
+	}
+	if !checkID {
+		id = m.Checkpoint
 	}
 	if m.Checkpoint != id {
 		return nil, bad(ManifestName, BadManifest, "it describes checkpoint %d", m.Checkpoint)
@@ -517,7 +535,7 @@ func (s *Storage) Verify(id ID) (*Checkpoint, error) {
 		return nil, bad(ManifestName, BadManifest, "%d key groups, this runner uses %d", m.KeyGroups, KeyGroups)
 	}
 	for _, f := range m.Files {
-		if err := s.verifyFile(dir, f); err != nil {
+		if err := verifyFile(fs, dir, f); err != nil {
 			var p Problem
 			var detail string
 			switch e := err.(type) {
@@ -543,8 +561,8 @@ type problemError struct {
 
 func (e problemError) Error() string { return string(e.p) + ": " + e.detail }
 
-func (s *Storage) readManifest(dir string) (*Manifest, error) {
-	data, err := readAll(s.fs, s.fs.PathJoin(dir, ManifestName))
+func readManifest(fs vfs.FS, dir string) (*Manifest, error) {
+	data, err := readAll(fs, fs.PathJoin(dir, ManifestName))
 	if err != nil {
 		return nil, err
 	}
@@ -572,8 +590,8 @@ func (s *Storage) readManifest(dir string) (*Manifest, error) {
 	return &m, nil
 }
 
-func (s *Storage) verifyFile(dir string, f File) error {
-	r, err := s.fs.Open(s.fs.PathJoin(dir, f.Name))
+func verifyFile(fs vfs.FS, dir string, f File) error {
+	r, err := fs.Open(fs.PathJoin(dir, f.Name))
 	if err != nil {
 		return err
 	}

@@ -37,9 +37,60 @@ type completions struct {
 	mu    sync.Mutex
 	// newest is the newest completed checkpoint not yet delivered; 0 none.
 	newest BarrierID
+	// committed is the newest checkpoint the operator committed; ended
+	// says the subtask returned. changed is closed and replaced when
+	// either changes (WaitCommitted waits on it).
+	committed BarrierID
+	ended     bool
+	changed   chan struct{}
 }
 
-func newCompletions() *completions { return &completions{ready: make(chan struct{}, 1)} }
+func newCompletions() *completions {
+	return &completions{ready: make(chan struct{}, 1), changed: make(chan struct{})}
+}
+
+// note records a commit or the subtask's end and wakes the waiters.
+func (c *completions) note(committed BarrierID, ended bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.committed = max(c.committed, committed)
+	c.ended = c.ended || ended
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// done reports whether checkpoint id is committed (or the subtask ended,
+// and so hears nothing more), and otherwise returns a channel closed at
+// the next change.
+func (c *completions) done(id BarrierID) (bool, <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.committed >= id || c.ended, c.changed
+}
+
+// WaitCommitted returns once every CheckpointListener has committed
+// checkpoint id (or a later one), or its subtask has ended: a stop with a
+// savepoint waits for it so the savepoint's output is visible before the
+// job stops, not only after a restore re-commits it.
+func (g *Graph) WaitCommitted(ctx context.Context, id BarrierID) error {
+	g.mu.Lock()
+	ls := g.listeners
+	g.mu.Unlock()
+	for _, st := range ls {
+		for {
+			ok, changed := st.completions.done(id)
+			if ok {
+				break
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		}
+	}
+	return nil
+}
 
 // post records that checkpoint id completed, without blocking.
 func (c *completions) post(id BarrierID) {
@@ -99,6 +150,7 @@ func deliverCompletion(ctx context.Context, st *subtask, op Operator) error {
 	if err := op.(CheckpointListener).CheckpointComplete(ctx, id); err != nil {
 		return fmt.Errorf("commit of checkpoint %d: %w", id, err)
 	}
+	st.completions.note(id, false)
 	return nil
 }
 

@@ -186,6 +186,9 @@ func (g *Graph) inputsEnded(st *subtask, last BarrierID) {
 }
 
 func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src Source, rs *SubtaskRestore) error {
+	if st.completions != nil {
+		defer st.completions.note(0, true)
+	}
 	ack := func(id BarrierID) {
 		if g.OnAck != nil {
 			g.OnAck(st.node, st.index, id)

@@ -121,7 +121,8 @@ func (g *TriggeredGroupByKey) RestoreState(b []byte) error {
 // sdkStageState is an SDK stage's memory at a barrier (its bundle is
 // closed then): the user state's sequence counter, the live timers of a
 // stateful DoFn, the SDF residuals waiting to resume with their watermark
-// hold, and the main-input elements waiting for side inputs.
+// hold, the main-input elements waiting for side inputs, and the side
+// inputs' contents.
 type sdkStageState struct {
 	UserSeq  uint64         `json:"user_seq,omitempty"`
 	Timers   []timers.Timer `json:"timers,omitempty"`
@@ -129,6 +130,7 @@ type sdkStageState struct {
 	ResHold  mtime.Time     `json:"residual_hold,omitempty"`
 	Waiting  [][]byte       `json:"waiting,omitempty"`
 	WaitHold mtime.Time     `json:"waiting_hold,omitempty"`
+	Sides    []sideSnapshot `json:"sides,omitempty"`
 }
 
 // SnapshotState implements StateSnapshotter. A stage with nothing in
@@ -147,7 +149,8 @@ func (s *SDKStage) SnapshotState(BarrierID) ([]byte, error) {
 	if len(s.waiting) > 0 {
 		st.Waiting, st.WaitHold = s.waiting, s.waitHold
 	}
-	if st.UserSeq == 0 && len(st.Timers) == 0 && len(st.Pending) == 0 && len(st.Waiting) == 0 {
+	st.Sides = s.snapshotSides()
+	if st.UserSeq == 0 && len(st.Timers) == 0 && len(st.Pending) == 0 && len(st.Waiting) == 0 && len(st.Sides) == 0 {
 		return nil, nil
 	}
 	return json.Marshal(st)
@@ -185,5 +188,5 @@ func (s *SDKStage) RestoreState(b []byte) error {
 	if len(st.Waiting) > 0 {
 		s.waiting, s.waitHold = st.Waiting, st.WaitHold
 	}
-	return nil
+	return s.restoreSides(st.Sides)
 }

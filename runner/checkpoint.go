@@ -55,6 +55,17 @@ type checkpointConfig struct {
 	// manifest records and a restore must match.
 	restore bool
 	graph   []checkpoint.GraphNode
+	// savepoint is the savepoint the job starts from, if any.
+	savepoint *savepointConfig
+}
+
+// origin is what the job's manifests record as the savepoint it started
+// from.
+func (c *checkpointConfig) origin() string {
+	if c.savepoint == nil {
+		return ""
+	}
+	return c.savepoint.path
 }
 
 // checkpointOptions reads a job's checkpoint options; nil when the job
@@ -62,10 +73,18 @@ type checkpointConfig struct {
 func checkpointOptions(j *Job, stateDir string) (*checkpointConfig, error) {
 	opt := func(name string) string { return pipelineOption(j.Options, name) }
 	iv := opt(CheckpointIntervalOption)
+	sp, err := savepointOptions(j)
+	if err != nil {
+		return nil, err
+	}
 	if iv == "" {
+		if sp != nil {
+			// The restored job must itself be restorable.
+			return nil, fmt.Errorf("option --%s needs --%s: a job started from a savepoint takes checkpoints", SavepointOption, CheckpointIntervalOption)
+		}
 		return nil, nil
 	}
-	c := &checkpointConfig{}
+	c := &checkpointConfig{savepoint: sp}
 	dur := func(name, v string, dst *time.Duration) error {
 		if v == "" {
 			return nil
@@ -168,8 +187,11 @@ type jobCheckpoints struct {
 	// after its acknowledgement.
 	writing map[checkpoint.Task]chan struct{}
 	async   sync.WaitGroup // snapshot writers
-	stop    context.CancelFunc
-	done    chan struct{} // closed when the driver returns
+	// spDir is where the savepoint being taken goes ("" when none is
+	// requested); spPath is where the last one went.
+	spDir, spPath string
+	stop          context.CancelFunc
+	done          chan struct{} // closed when the driver returns
 }
 
 type snapKey struct {
@@ -183,7 +205,7 @@ type snapKey struct {
 func startCheckpoints(j *Job, cfg *checkpointConfig, g *executor.Graph, store *state.Store,
 	namespaces func(node, sub int) []string, fail func(error)) (*jobCheckpoints, error) {
 	storage, err := checkpoint.OpenStorage(checkpoint.StorageOptions{Dir: cfg.dir, Keep: cfg.keep, Job: j.Name,
-		Graph: cfg.graph})
+		Graph: cfg.graph, Origin: cfg.origin()})
 	if err != nil {
 		return nil, err
 	}
@@ -402,6 +424,9 @@ func (c *jobCheckpoints) commit(_ context.Context, st checkpoint.Stats) error {
 	if w == nil || w.ID() != st.ID {
 		return fmt.Errorf("checkpoint %d has no folder", st.ID)
 	}
+	if st.Savepoint {
+		w.MarkSavepoint()
+	}
 	sum := st.Summary()
 	now := time.Now()
 	ms := &checkpoint.ManifestStats{Trigger: st.Trigger, Duration: now.Sub(st.Trigger), Bytes: sum.Bytes,
@@ -409,6 +434,11 @@ func (c *jobCheckpoints) commit(_ context.Context, st checkpoint.Stats) error {
 	if err := w.Commit(now, ms); err != nil {
 		w.Abort()
 		return err
+	}
+	if st.Savepoint {
+		// The checkpoint stays in the root, valid, should the copy fail:
+		// only the savepoint fails.
+		return c.copySavepoint(st.ID)
 	}
 	return nil
 }

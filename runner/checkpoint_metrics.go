@@ -21,7 +21,10 @@ import (
 // CheckpointMetricsNamespace: the totals under the transform "checkpoints"
 // (completed, failed, in_progress), and one gauge per figure of each
 // checkpoint the coordinator keeps in its history (the last ten) under
-// "chk-<id>", so the metrics stay bounded however long a job runs.
+// "chk-<id>", so the metrics stay bounded however long a job runs. The
+// newest finished checkpoint that subtasks acknowledged also has one
+// gauge per figure of each subtask, under "chk-<id>/<stage>[<subtask>]": a subtask's row is what
+// tells which stage holds a checkpoint back.
 
 // CheckpointMetricsNamespace is the user-metric namespace of checkpoint
 // statistics in job metrics.
@@ -44,14 +47,30 @@ const (
 	gaugeSubtasks   = "subtasks"
 )
 
+// The per-subtask gauges of the newest checkpoint.
+const (
+	gaugeSubStartDelay = "start_delay_ms"
+	gaugeSubAlignment  = "alignment_ms"
+	gaugeSubSync       = "sync_ms"
+	gaugeSubAsync      = "async_ms"
+	gaugeSubBytes      = "bytes"
+	gaugeSubInFlight   = "in_flight_bytes"
+	gaugeSubUnaligned  = "unaligned"
+)
+
 // monitoringInfos reports the job's checkpoint statistics; it is a
 // metrics.Source.
 func (c *jobCheckpoints) monitoringInfos() []*pipepb.MonitoringInfo {
 	hist, pending, completed, failed := c.driver.Stats()
-	return checkpointInfos(hist, pending != nil, completed, failed)
+	return checkpointInfos(hist, pending != nil, completed, failed, func(node int) string {
+		if node < 0 || node >= len(c.graph.Nodes) {
+			return fmt.Sprintf("node %d", node)
+		}
+		return c.graph.Nodes[node].Name
+	})
 }
 
-func checkpointInfos(hist []checkpoint.Stats, inProgress bool, completed, failed int) []*pipepb.MonitoringInfo {
+func checkpointInfos(hist []checkpoint.Stats, inProgress bool, completed, failed int, stage func(node int) string) []*pipepb.MonitoringInfo {
 	ns := CheckpointMetricsNamespace
 	busy := int64(0)
 	if inProgress {
@@ -80,6 +99,38 @@ func checkpointInfos(hist []checkpoint.Stats, inProgress bool, completed, failed
 			out = append(out, metrics.UserGauge(ns, g.name, tr, ts, g.v))
 		}
 	}
+	// The newest with acknowledgements: a checkpoint the job's end cut
+	// short may have none.
+	for i := len(hist) - 1; i >= 0; i-- {
+		if len(hist[i].Subtasks) > 0 {
+			out = append(out, subtaskInfos(hist[i], stage)...)
+			break
+		}
+	}
+	return out
+}
+
+// subtaskInfos reports each subtask's part of checkpoint st.
+func subtaskInfos(st checkpoint.Stats, stage func(node int) string) []*pipepb.MonitoringInfo {
+	var out []*pipepb.MonitoringInfo
+	ts := st.Trigger.UnixMilli()
+	for _, s := range st.Subtasks {
+		tr := fmt.Sprintf("chk-%d/%s[%d]", st.ID, stage(s.Task.Node), s.Task.Subtask)
+		unaligned := int64(0)
+		if s.Unaligned {
+			unaligned = 1
+		}
+		for _, g := range []struct {
+			name string
+			v    int64
+		}{
+			{gaugeSubStartDelay, s.StartDelay.Milliseconds()}, {gaugeSubAlignment, s.Alignment.Milliseconds()},
+			{gaugeSubSync, s.Sync.Milliseconds()}, {gaugeSubAsync, s.Async.Milliseconds()},
+			{gaugeSubBytes, s.Bytes}, {gaugeSubInFlight, s.InFlightBytes}, {gaugeSubUnaligned, unaligned},
+		} {
+			out = append(out, metrics.UserGauge(CheckpointMetricsNamespace, g.name, tr, ts, g.v))
+		}
+	}
 	return out
 }
 
@@ -88,6 +139,20 @@ type CheckpointReport struct {
 	Completed, Failed, InProgress int64
 	// Checkpoints are the last ones finished, newest first.
 	Checkpoints []CheckpointRow
+	// Subtasks are the subtasks' parts of the newest finished checkpoint
+	// that subtasks acknowledged, by stage and subtask.
+	Subtasks []SubtaskRow
+}
+
+// SubtaskRow is one subtask's part of a checkpoint.
+type SubtaskRow struct {
+	Checkpoint            uint64
+	Stage                 string
+	Subtask               int
+	StartDelay, Alignment time.Duration
+	Sync, Async           time.Duration
+	Bytes, InFlightBytes  int64
+	Unaligned             bool
 }
 
 // CheckpointRow describes one finished checkpoint.
@@ -105,6 +170,7 @@ type CheckpointRow struct {
 func ReadCheckpointMetrics(infos []*pipepb.MonitoringInfo) CheckpointReport {
 	var r CheckpointReport
 	rows := map[uint64]*CheckpointRow{}
+	subs := map[string]*SubtaskRow{}
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 	for _, mi := range infos {
 		l := mi.GetLabels()
@@ -125,6 +191,10 @@ func ReadCheckpointMetrics(infos []*pipepb.MonitoringInfo) CheckpointReport {
 			case "in_progress":
 				r.InProgress = v
 			}
+			continue
+		}
+		if chk, sub, ok := strings.Cut(tr, "/"); ok {
+			readSubtaskGauge(subs, chk, sub, name, v)
 			continue
 		}
 		id, err := strconv.ParseUint(strings.TrimPrefix(tr, "chk-"), 10, 64)
@@ -165,5 +235,48 @@ func ReadCheckpointMetrics(infos []*pipepb.MonitoringInfo) CheckpointReport {
 		r.Checkpoints = append(r.Checkpoints, *row)
 	}
 	slices.SortFunc(r.Checkpoints, func(a, b CheckpointRow) int { return cmp.Compare(b.ID, a.ID) })
+	for _, s := range subs {
+		r.Subtasks = append(r.Subtasks, *s)
+	}
+	slices.SortFunc(r.Subtasks, func(a, b SubtaskRow) int {
+		return cmp.Or(cmp.Compare(b.Checkpoint, a.Checkpoint), cmp.Compare(a.Stage, b.Stage), cmp.Compare(a.Subtask, b.Subtask))
+	})
 	return r
+}
+
+// readSubtaskGauge reads one per-subtask gauge, whose transform label is
+// chk-<id>/<stage>[<subtask>], into its row.
+func readSubtaskGauge(subs map[string]*SubtaskRow, chk, sub, name string, v int64) {
+	id, err := strconv.ParseUint(strings.TrimPrefix(chk, "chk-"), 10, 64)
+	open := strings.LastIndexByte(sub, '[')
+	if err != nil || open < 0 || !strings.HasSuffix(sub, "]") {
+		return
+	}
+	index, err := strconv.Atoi(sub[open+1 : len(sub)-1])
+	if err != nil {
+		return
+	}
+	key := chk + "/" + sub
+	row := subs[key]
+	if row == nil {
+		row = &SubtaskRow{Checkpoint: id, Stage: sub[:open], Subtask: index}
+		subs[key] = row
+	}
+	ms := time.Duration(v) * time.Millisecond
+	switch name {
+	case gaugeSubStartDelay:
+		row.StartDelay = ms
+	case gaugeSubAlignment:
+		row.Alignment = ms
+	case gaugeSubSync:
+		row.Sync = ms
+	case gaugeSubAsync:
+		row.Async = ms
+	case gaugeSubBytes:
+		row.Bytes = v
+	case gaugeSubInFlight:
+		row.InFlightBytes = v
+	case gaugeSubUnaligned:
+		row.Unaligned = v != 0
+	}
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -201,6 +202,9 @@ func TestCheckpointsOfAStreamingJob(t *testing.T) {
 				last.Bytes == 0 || last.Duration <= 0 {
 				t.Errorf("metrics of the last checkpoint: %+v; want checkpoint %d completed", last, ids[0])
 			}
+			if len(r.Subtasks) == 0 || r.Subtasks[0].Stage == "" {
+				t.Errorf("no per-subtask statistics of the newest checkpoint: %+v", r.Subtasks)
+			}
 			if (mode == "unaligned") != (last.Unaligned > 0) {
 				t.Errorf("%s checkpoint %d had %d unaligned subtasks", mode, last.ID, last.Unaligned)
 			}
@@ -217,7 +221,17 @@ func TestCheckpointMetricsRoundTrip(t *testing.T) {
 			{Ack: checkpoint.Ack{Bytes: 50, InFlightBytes: 10, Unaligned: true, Alignment: 9 * time.Millisecond}},
 		}}
 	failed := checkpoint.Stats{ID: 6, Trigger: t0.Add(-time.Second), End: t0, Status: checkpoint.Failed}
-	r := ReadCheckpointMetrics(checkpointInfos([]checkpoint.Stats{failed, st}, true, 1, 1))
+	stages := []string{"Impulse", "GroupByKey/Group"}
+	st.Subtasks[0].Task = checkpoint.Task{Node: 1, Subtask: 3}
+	r := ReadCheckpointMetrics(checkpointInfos([]checkpoint.Stats{failed, st}, true, 1, 1, func(n int) string { return stages[n] }))
+	wantSubs := []SubtaskRow{
+		{Checkpoint: 7, Stage: "GroupByKey/Group", Subtask: 3, StartDelay: 20 * time.Millisecond, Sync: 3 * time.Millisecond,
+			Async: 40 * time.Millisecond, Bytes: 100},
+		{Checkpoint: 7, Stage: "Impulse", Alignment: 9 * time.Millisecond, Bytes: 50, InFlightBytes: 10, Unaligned: true},
+	}
+	if !slices.Equal(r.Subtasks, wantSubs) {
+		t.Errorf("subtasks\n got %+v\nwant %+v", r.Subtasks, wantSubs)
+	}
 	want := CheckpointRow{ID: 7, Status: checkpoint.Completed, Trigger: t0, Duration: 1500 * time.Millisecond,
 		MaxStartDelay: 20 * time.Millisecond, MaxAlignment: 9 * time.Millisecond, MaxSync: 3 * time.Millisecond,
 		MaxAsync: 40 * time.Millisecond, Bytes: 150, InFlightBytes: 10, Unaligned: 1, Subtasks: 2}

@@ -114,7 +114,7 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		defer release()
 		// Before any subtask runs: the store is fresh and nothing read it.
 		ckCfg.graph = graphShape(plan, g)
-		rp, err := restoreJob(ctx, j, ckCfg, g, store)
+		rp, err := restoreJob(ctx, j, ckCfg, store)
 		if err != nil {
 			return err
 		}
@@ -133,6 +133,8 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		// Runs before the store closes: snapshots must be released first.
 		defer ck.close()
 		g.Checkpoints, barriers = ck, ck.barriers
+		j.setSavepointer(&savepointer{ck: ck, g: g})
+		defer j.setSavepointer(nil)
 	}
 	err = g.Run(ctx, barriers)
 	if err == nil && ck != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
@@ -61,6 +62,17 @@ type Job struct {
 	// drain is closed when a drain is requested.
 	drain     chan struct{}
 	drainOnce sync.Once
+	// sp takes savepoints while the job's checkpoints run.
+	spMu sync.Mutex
+	sp   *savepointer
+	// recorded says weir serve keeps the job's submission record (set
+	// before the job runs); shutdown says the server's shutdown stopped
+	// it, so the record stays for the next server to resume it.
+	recorded bool
+	shutdown atomic.Bool
+	// resumed says the job was started from its record; its staged files
+	// are the record's.
+	resumed bool
 }
 
 // RequestDrain asks the job to finish early without losing data: sources

@@ -44,7 +44,11 @@ func restoreEnabled(j *Job) (bool, error) {
 func graphShape(plan *translate.Plan, g *executor.Graph) []checkpoint.GraphNode {
 	shape := make([]checkpoint.GraphNode, len(g.Nodes))
 	for i, n := range g.Nodes {
-		shape[i] = checkpoint.GraphNode{Stage: string(plan.Stages[i].ID), Name: plan.Stages[i].Name, Parallelism: n.Parallelism}
+		s := plan.Stages[i]
+		shape[i] = checkpoint.GraphNode{Stage: string(s.ID), Name: s.Name, Parallelism: n.Parallelism}
+		if s.Stateful != nil {
+			shape[i].Transform = s.Stateful.TransformID
+		}
 	}
 	return shape
 }
@@ -53,11 +57,16 @@ func graphShape(plan *translate.Plan, g *executor.Graph) []checkpoint.GraphNode 
 type restorePoint struct {
 	id       checkpoint.ID
 	subtasks map[checkpoint.Task]*executor.SubtaskRestore
+	// fresh are the nodes a savepoint has nothing of: they start empty.
+	fresh map[int]bool
 }
 
 // subtask implements executor.Graph.Restore. A subtask the checkpoint has
 // no part of had ended before it was taken.
 func (r *restorePoint) subtask(node, sub int) *executor.SubtaskRestore {
+	if r.fresh[node] {
+		return nil
+	}
 	if rs, ok := r.subtasks[checkpoint.Task{Node: node, Subtask: sub}]; ok {
 		return rs
 	}
@@ -70,10 +79,24 @@ func (r *restorePoint) subtask(node, sub int) *executor.SubtaskRestore {
 // checkpoints newer than the one used are reported as job warnings; a root
 // whose checkpoints all fail to verify fails the job rather than silently
 // starting over and repeating its output.
-func restoreJob(ctx context.Context, j *Job, cfg *checkpointConfig, g *executor.Graph, store *state.Store) (*restorePoint, error) {
-	if !cfg.restore {
-		return nil, nil
+func restoreJob(ctx context.Context, j *Job, cfg *checkpointConfig, store *state.Store) (*restorePoint, error) {
+	if cfg.restore {
+		rp, err := restoreOwn(ctx, j, cfg, store)
+		if rp != nil || err != nil || cfg.savepoint == nil {
+			return rp, err
+		}
 	}
+	if cfg.savepoint != nil {
+		return restoreSavepoint(ctx, j, cfg, store)
+	}
+	return nil, nil
+}
+
+// restoreOwn restores from the newest checkpoint in the job's own root. A
+// job started from a savepoint takes only checkpoints of a run that
+// started from the same savepoint (a crash after the start); older ones
+// are of the pipeline before the savepoint.
+func restoreOwn(ctx context.Context, j *Job, cfg *checkpointConfig, store *state.Store) (*restorePoint, error) {
 	storage, err := checkpoint.OpenStorage(checkpoint.StorageOptions{Dir: cfg.dir, Job: j.Name})
 	if err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
@@ -101,55 +124,35 @@ func restoreJob(ctx context.Context, j *Job, cfg *checkpointConfig, g *executor.
 	case err != nil:
 		return nil, fmt.Errorf("restore from %s: %w", cfg.dir, err)
 	}
+	if cfg.savepoint != nil && c.Manifest.Origin != cfg.savepoint.path {
+		j.Logf(jobpb.JobMessage_JOB_MESSAGE_BASIC, "checkpoint %d in %s is not of a run started from savepoint %s: starting from the savepoint",
+			c.Manifest.Checkpoint, cfg.dir, cfg.savepoint.path)
+		return nil, nil
+	}
 	if err := checkpoint.CheckGraph(&c.Manifest, cfg.graph); err != nil {
 		return nil, fmt.Errorf("restore from %s: %w", c.Dir, err)
 	}
-	rp, files, err := readRestorePoint(storage, c)
+	rp, byTask, err := readRestorePoint(storage.FS(), c)
 	if err != nil {
 		return nil, fmt.Errorf("restore from %s: %w", c.Dir, err)
+	}
+	files := make([]string, 0, len(byTask))
+	for _, f := range byTask {
+		files = append(files, f)
 	}
 	if err := store.Import(ctx, storage.FS(), files); err != nil {
 		return nil, fmt.Errorf("restore from %s: %w", c.Dir, err)
 	}
 	j.Logf(jobpb.JobMessage_JOB_MESSAGE_BASIC, "restored from checkpoint %d (%s): %d subtasks, %d state files",
 		c.Manifest.Checkpoint, c.Dir, len(rp.subtasks), len(files))
-	for _, w := range rp.lostSideInputs(g) {
-		j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "restore: %s", w)
-	}
 	return rp, nil
 }
 
-// lostSideInputs names the side inputs of a restored job: their contents
-// are not in checkpoints, and their producers resume where the checkpoint
-// left them rather than produce again, so a side input holds only what is
-// produced after the restore, and nothing if its producer had ended.
-func (r *restorePoint) lostSideInputs(g *executor.Graph) []string {
-	var out []string
-	for _, n := range g.Nodes {
-		for _, in := range n.Inputs {
-			if in.Partition != executor.Broadcast {
-				continue
-			}
-			what := "it holds only what is produced after the restore"
-			for sub := range g.Nodes[in.From].Parallelism {
-				if r.subtask(in.From, sub).Finished {
-					what = "it had ended before the checkpoint, so the side input is empty now"
-					break
-				}
-			}
-			out = append(out, fmt.Sprintf("stage %s reads a side input from %s, and side inputs are not in checkpoints: %s",
-				n.Name, g.Nodes[in.From].Name, what))
-		}
-	}
-	return out
-}
-
 // readRestorePoint reads every subtask's metadata and in-flight data, and
-// returns the paths of the state files to import.
-func readRestorePoint(storage *checkpoint.Storage, c *checkpoint.Checkpoint) (*restorePoint, []string, error) {
-	fs := storage.FS()
+// returns the path of each subtask's state file to import.
+func readRestorePoint(fs vfs.FS, c *checkpoint.Checkpoint) (*restorePoint, map[checkpoint.Task]string, error) {
 	rp := &restorePoint{id: c.Manifest.Checkpoint, subtasks: map[checkpoint.Task]*executor.SubtaskRestore{}}
-	var files []string
+	files := map[checkpoint.Task]string{}
 	for _, sm := range c.Manifest.Subtasks {
 		task := checkpoint.Task{Node: sm.Node, Subtask: sm.Subtask}
 		if sm.Node < 0 || sm.Node >= len(c.Manifest.Graph) || sm.Subtask < 0 || sm.Subtask >= c.Manifest.Graph[sm.Node].Parallelism {
@@ -164,7 +167,7 @@ func readRestorePoint(storage *checkpoint.Storage, c *checkpoint.Checkpoint) (*r
 			rs.Watermarks = append(rs.Watermarks, mtime.Time(wm))
 		}
 		if meta.StateFile != "" {
-			files = append(files, c.Path(fs, meta.StateFile))
+			files[task] = c.Path(fs, meta.StateFile)
 		}
 		if meta.InFlightFile != "" {
 			b, err := readFile(fs, c.Path(fs, meta.InFlightFile))

@@ -47,6 +47,11 @@ type ServerOptions struct {
 	PreparationTTL time.Duration
 	// Logger receives the server's own log lines. Nil means slog.Default().
 	Logger *slog.Logger
+	// StateDir, if set, is where the server keeps the submission record of
+	// each running job it could resume (named, checkpointed, its workers
+	// not in its submitter); ResumeJobs starts them again after a
+	// restart. Give the executor the same folder.
+	StateDir string
 }
 
 // EnsureDefaults fills in the zero fields that have defaults.
@@ -106,6 +111,7 @@ func NewServer(exec Executor, opts ServerOptions) *Server {
 	s.mu.byToken = map[string]*preparation{}
 	s.mu.jobs = map[JobID]*Job{}
 	jobpb.RegisterJobServiceServer(s.grpc, s)
+	s.grpc.RegisterService(&savepointsDesc, s)
 	jobpb.RegisterArtifactStagingServiceServer(s.grpc, &artifactStaging{s: s})
 	return s
 }
@@ -197,6 +203,9 @@ func (s *Server) Stop(ctx context.Context) error {
 	s.mu.Unlock()
 
 	for _, j := range live {
+		// Stopped by the shutdown, not by its user: its record stays and
+		// the next server resumes it.
+		j.shutdown.Store(true)
 		s.cancelJob(j)
 	}
 	err := waitCtx(ctx, s.running.Wait)
@@ -381,28 +390,38 @@ func (s *Server) Run(ctx context.Context, req *jobpb.RunJobRequest) (*jobpb.RunJ
 
 	j := NewJob(JobID(id), p.name, p.pipeline, p.options)
 	j.StagingDir, j.Artifacts = dir, artifacts
+	s.mu.Lock()
+	delete(s.mu.preps, id)
+	delete(s.mu.byToken, p.token)
+	s.mu.Unlock()
+	s.recordJobIfResumable(j)
+	if err := s.startJob(j); err != nil {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
+		s.dropRecord(j)
+		return nil, status.Errorf(codes.Unavailable, "weir: Run %q: %v", id, err)
+	}
+	return &jobpb.RunJobResponse{JobId: string(j.ID)}, nil
+}
+
+// startJob registers j and runs it in its own goroutine.
+func (s *Server) startJob(j *Job) error {
 	jobCtx, cancel := context.WithCancelCause(context.Background())
 	j.cancel = func() { cancel(errCancelRequested) }
 	j.SetState(jobpb.JobState_STARTING)
-
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()
 		cancel(ErrServerClosed)
-		if dir != "" {
-			os.RemoveAll(dir)
-		}
-		return nil, status.Errorf(codes.Unavailable, "weir: Run %q: %v", id, ErrServerClosed)
+		return ErrServerClosed
 	}
-	delete(s.mu.preps, id)
-	delete(s.mu.byToken, p.token)
 	s.mu.jobs[j.ID] = j
 	s.mu.order = append(s.mu.order, j.ID)
 	s.running.Add(1)
 	s.mu.Unlock()
-
 	go s.runJob(jobCtx, cancel, j)
-	return &jobpb.RunJobResponse{JobId: string(j.ID)}, nil
+	return nil
 }
 
 // runJob drives one job from RUNNING to a terminal state; see the package
@@ -425,7 +444,7 @@ func (s *Server) runJob(ctx context.Context, cancel context.CancelCauseFunc, j *
 
 	// Clean up before the terminal state is visible, so whoever sees it
 	// finds the job's resources gone.
-	if !s.opts.KeepArtifacts && j.StagingDir != "" {
+	if !s.opts.KeepArtifacts && j.StagingDir != "" && !j.resumed {
 		if rerr := os.RemoveAll(j.StagingDir); rerr != nil {
 			log.Warn("weir: removing job staging directory", "dir", j.StagingDir, "err", rerr)
 		}
@@ -440,6 +459,7 @@ func (s *Server) runJob(ctx context.Context, cancel context.CancelCauseFunc, j *
 	default:
 		j.Fail(fmt.Errorf("job %s: %w", j.ID, err))
 	}
+	s.dropRecord(j)
 	st, _ := j.State()
 	log.Info("weir: job ended", "state", st, "err", j.Err())
 }

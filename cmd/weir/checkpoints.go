@@ -41,5 +41,17 @@ func printCheckpoints(stdout io.Writer, id string, metrics []*pipepb.MonitoringI
 			c.Trigger.UTC().Format(time.RFC3339), c.Duration, c.Bytes, c.InFlightBytes,
 			c.MaxStartDelay, c.MaxAlignment, c.MaxSync, c.MaxAsync, c.Unaligned, c.Subtasks)
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Subtasks) == 0 {
+		return nil
+	}
+	fmt.Fprintf(stdout, "\ncheckpoint %d by subtask:\n", r.Subtasks[0].Checkpoint)
+	fmt.Fprintln(tw, "STAGE\tSUBTASK\tSTART-DELAY\tALIGNMENT\tSYNC\tASYNC\tSIZE\tIN-FLIGHT\tUNALIGNED")
+	for _, s := range r.Subtasks {
+		fmt.Fprintf(tw, "%s\t%d\t%v\t%v\t%v\t%v\t%d\t%d\t%v\n", s.Stage, s.Subtask, s.StartDelay, s.Alignment,
+			s.Sync, s.Async, s.Bytes, s.InFlightBytes, s.Unaligned)
+	}
 	return tw.Flush()
 }

@@ -33,6 +33,9 @@ func TestCheckpointsCommand(t *testing.T) {
 					metrics.UserGauge(ns, "unaligned_subtasks", "chk-13", ts, 2),
 					metrics.UserGauge(ns, "subtasks", "chk-13", ts, 8),
 					metrics.UserGauge(ns, "status", "chk-12", ts, 2),
+					metrics.UserGauge(ns, "alignment_ms", "chk-13/GroupByKey/Group[1]", ts, 37),
+					metrics.UserGauge(ns, "unaligned", "chk-13/GroupByKey/Group[1]", ts, 1),
+					metrics.UserGauge(ns, "bytes", "chk-13/Impulse[0]", ts, 512),
 				}
 			})
 		}
@@ -66,7 +69,12 @@ func TestCheckpointsCommand(t *testing.T) {
 		}
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 4 || !strings.Contains(lines[0], "12 completed, 1 failed") ||
+	if len(lines) != 9 || lines[5] != "checkpoint 13 by subtask:" || !strings.HasPrefix(lines[6], "STAGE") ||
+		!strings.HasPrefix(lines[7], "GroupByKey/Group  1") || !strings.Contains(lines[7], "37ms") || !strings.HasSuffix(lines[7], "true") ||
+		!strings.HasPrefix(lines[8], "Impulse") || !strings.Contains(lines[8], "512") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	if !strings.Contains(lines[0], "12 completed, 1 failed") ||
 		!strings.HasPrefix(lines[1], "ID") || !strings.HasPrefix(lines[2], "13") || !strings.HasPrefix(lines[3], "12") {
 		t.Fatalf("output:\n%s", out.String())
 	}

@@ -6,6 +6,7 @@
 //	weir cancel [--endpoint=localhost:8099] JOB
 //	weir drain  [--endpoint=localhost:8099] JOB
 //	weir checkpoints [--endpoint=localhost:8099] JOB
+//	weir savepoint [--endpoint=localhost:8099] [--dir=DIR] [--stop] JOB
 //
 // This file only dispatches; each subcommand lives in its own file.
 package main
@@ -30,6 +31,7 @@ var subcommands = []subcommand{
 	{"cancel", "cancel a job", cancelJob},
 	{"drain", "drain a job: stop its sources, fire every window, end DRAINED", drainJob},
 	{"checkpoints", "show a job's checkpoint statistics", listCheckpoints},
+	{"savepoint", "take a savepoint of a running job (--stop: then stop it)", takeSavepoint},
 }
 
 func main() {

@@ -45,6 +45,17 @@ func TestClientCommands(t *testing.T) {
 		t.Errorf("jobs output %q does not list job %s", out.String(), id)
 	}
 
+	// The job takes no checkpoints: a savepoint is refused, saying why.
+	errOut.Reset()
+	if code := runMain(io.Discard, &errOut, "savepoint", endpoint, id); code != 1 ||
+		!strings.Contains(errOut.String(), "FailedPrecondition") || !strings.Contains(errOut.String(), "takes no checkpoints") {
+		t.Errorf("savepoint of a job without checkpoints: exit %d, %q", code, errOut.String())
+	}
+	errOut.Reset()
+	if code := runMain(io.Discard, &errOut, "savepoint", endpoint, "no-such-job"); code != 1 || !strings.Contains(errOut.String(), "NotFound") {
+		t.Errorf("savepoint of an unknown job: exit %d, %q", code, errOut.String())
+	}
+
 	out.Reset()
 	if code := runMain(&out, &errOut, "cancel", endpoint, id); code != 0 {
 		t.Fatalf("cancel: exit %d: %s", code, errOut.String())
@@ -80,6 +91,8 @@ func TestUsageErrors(t *testing.T) {
 		{"drain"},
 		{"checkpoints"},
 		{"checkpoints", "a", "b"},
+		{"savepoint"},
+		{"savepoint", "--stop", "a", "b"},
 		{"jobs", "extra"},
 		{"jobs", "--no-such-flag"},
 		{"serve", "extra"},

@@ -32,6 +32,7 @@ func serve(args []string, stdout io.Writer) error {
 	expPort := fs.Int("expansion-port", -1, "port of an expansion service for Beam's kafkaio transforms (0 picks a free port; -1 serves none)")
 	lift := fs.Bool("combine-lifting", true, "run combines lifted (precombine before the shuffle) unless a job's --weir_combine_lifting says otherwise")
 	stateDir := fs.String("state-dir", "", "folder for what outlives a job, such as checkpoints under jobs/<job name>/checkpoints, which a job submitted again under its name resumes from (default: weir in the temporary directory)")
+	resume := fs.Bool("resume-jobs", true, "with --state-dir: keep a record of each running job and start again those that were running when the last server on that folder stopped (named jobs with checkpoints whose workers weir starts); they resume from their checkpoints")
 	debugAddr := fs.String("debug-addr", "", "if set, serve Go's net/http/pprof profiles on this address (e.g. localhost:6060)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -63,11 +64,14 @@ func serve(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	s := runner.NewServer(&runner.LocalExecutor{NoLift: !*lift, StateDir: *stateDir}, runner.ServerOptions{
-		StagingRoot:   *stagingDir,
-		KeepArtifacts: *keep,
-		Logger:        log,
-	})
+	opts := runner.ServerOptions{StagingRoot: *stagingDir, KeepArtifacts: *keep, Logger: log}
+	if *resume && *stateDir != "" {
+		// Only a folder given on purpose: the default, in the temporary
+		// directory, is shared by every server on the machine, and two
+		// servers must not both resume one job.
+		opts.StateDir = *stateDir
+	}
+	s := runner.NewServer(&runner.LocalExecutor{NoLift: !*lift, StateDir: *stateDir}, opts)
 
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
@@ -75,6 +79,16 @@ func serve(args []string, stdout io.Writer) error {
 	go func() { served <- s.Serve(lis) }()
 	log.Info("weir: job service listening", "endpoint", lis.Addr().String())
 	fmt.Fprintf(stdout, "weir job service on %s; submit with --runner=universal --endpoint=%s --environment_type=LOOPBACK\n", lis.Addr(), lis.Addr())
+	if opts.StateDir != "" {
+		ids, err := s.ResumeJobs()
+		if err != nil {
+			// A record that cannot be read stays for a look; the rest run.
+			log.Error("weir: resuming jobs", "err", err)
+		}
+		for _, id := range ids {
+			fmt.Fprintf(stdout, "resumed job %s\n", id)
+		}
+	}
 
 	select {
 	case err := <-served:
