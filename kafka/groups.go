@@ -67,6 +67,15 @@ func (g *alignGroup) sync(reader string, states []watermarkmgr.SplitState, now t
 	return g.g.Paused(reader)
 }
 
+// hold reports a reader's partitions and returns the group's bound as
+// the pause decision computes it now; it does not announce.
+func (g *alignGroup) hold(reader string, states []watermarkmgr.SplitState) watermarkmgr.HoldBound {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.g.Report(reader, states)
+	return g.g.Hold()
+}
+
 // leave removes a reader from the group.
 func (g *alignGroup) leave(reader string) {
 	g.mu.Lock()

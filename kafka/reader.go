@@ -58,15 +58,18 @@ type Record struct {
 // documentation. Poll, Watermark and Close belong to one goroutine; Stats
 // may be called from any.
 type Reader struct {
-	name    string
-	cfg     *kafkaio.ReadConfig
-	opts    ReaderOptions
-	clock   Clock
-	client  *kgo.Client
-	parts   []partition
-	index   map[string]map[int32]int // topic, partition → index in parts
-	splits  *watermarkmgr.Splits
-	group   *alignGroup
+	name   string
+	cfg    *kafkaio.ReadConfig
+	opts   ReaderOptions
+	clock  Clock
+	client *kgo.Client
+	parts  []partition
+	index  map[string]map[int32]int // topic, partition → index in parts
+	splits *watermarkmgr.Splits
+	group  *alignGroup
+	// hold: records past the group's bound are held, not delivered
+	// (release). With an alignment group and no sample buffer.
+	hold    bool
 	paused  []bool // what kgo has been told
 	read    int64  // records delivered
 	late    int64  // records behind the output watermark when read
@@ -107,6 +110,10 @@ func Open(ctx context.Context, cfg *kafkaio.ReadConfig, opts ReaderOptions) (*Re
 			return nil, fmt.Errorf("kafka source %s: %w", opts.Name, err)
 		}
 		r.group = g
+		// A sample buffer asks for Flink 2.3's looser bound: a partition
+		// runs about that many intervals past it before it pauses.
+		// Holding records at the current bound would undo that.
+		r.hold = alignConfig(cfg).Buffer == 0
 		// A reader whose partitions are all paused waits in its poll; it
 		// must look again at least every interval, when others may have
 		// moved the group's minimum.
@@ -239,12 +246,33 @@ func (r *Reader) Done() bool { return r.done }
 // per partition. It also moves idleness and alignment on, and ends a
 // bounded read once it has read MaxRecords or run MaxReadTime. The
 // records' byte slices are the reader's until the next Poll.
+//
+// With an alignment group (and no sample buffer, whose looser bound lets
+// a partition run past it), a partition delivers no record past the
+// group's bound (watermarkmgr.HoldBound.Admits): such records stay held
+// in the reader, the partition stays paused for fetching, and they are
+// delivered, in offset order, once the bound has moved past them. A
+// partition's watermark, its late records and its next offset (Position)
+// count delivered records only.
 func (r *Reader) Poll(ctx context.Context) ([]Record, error) {
 	if r.done {
 		return nil, nil
 	}
 	if !r.ends.IsZero() && !r.clock.Now().Before(r.ends) {
 		return nil, r.finish()
+	}
+	var out []Record
+	if r.hold {
+		// Other readers of the group may have moved the bound since the
+		// last poll: deliver what that frees first, without waiting on a
+		// fetch.
+		var err error
+		if out, err = r.release(out, r.clock.Now()); err != nil {
+			return nil, err
+		}
+		if len(out) > 0 {
+			return r.endPoll(out, r.clock.Now(), false)
+		}
 	}
 	pctx, cancel := context.WithTimeout(ctx, r.opts.PollWait)
 	fetches := r.client.PollRecords(pctx, r.opts.MaxPoll)
@@ -256,7 +284,6 @@ func (r *Reader) Poll(ctx context.Context) ([]Record, error) {
 		return nil, err
 	}
 	now := r.clock.Now()
-	var out []Record
 	var err error
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		i, ok := r.index[fp.Topic][fp.Partition]
@@ -268,7 +295,7 @@ func (r *Reader) Poll(ctx context.Context) ([]Record, error) {
 			p.high = fp.HighWatermark
 		}
 		for _, rec := range fp.Records {
-			if r.cfg.MaxRecords > 0 && r.read >= r.cfg.MaxRecords {
+			if !r.hold && r.cfg.MaxRecords > 0 && r.read >= r.cfg.MaxRecords {
 				return
 			}
 			t, terr := r.eventTime(rec, now)
@@ -276,25 +303,40 @@ func (r *Reader) Poll(ctx context.Context) ([]Record, error) {
 				err = terr
 				return
 			}
-			late, serr := r.splits.Record(watermarkmgr.SplitID(i), t, now)
-			if serr != nil {
-				err = fmt.Errorf("kafka source %s: topic %q partition %d: %w", r.name, p.topic, p.id, serr)
+			if r.hold {
+				// Delivered by release below, now or once the bound allows.
+				p.held = append(p.held, heldRecord{rec: rec, t: t})
+				continue
+			}
+			if err = r.deliver(i, rec, t, now, &out); err != nil {
 				return
 			}
-			if late {
-				r.late++
+		}
+		if len(p.held) > 0 {
+			// Records to deliver: the partition is active, not idle, not dry.
+			if serr := r.splits.Pending(watermarkmgr.SplitID(i), now); serr != nil {
+				err = fmt.Errorf("kafka source %s: topic %q partition %d: %w", r.name, p.topic, p.id, serr)
 			}
-			p.next = rec.Offset + 1
-			r.read++
-			out = append(out, Record{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
-				Key: rec.Key, Value: rec.Value, EventTime: t})
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
+	return r.endPoll(out, now, r.hold)
+}
+
+// endPoll moves idleness and alignment on after a poll's records, and ends
+// a bounded read that has read MaxRecords. With release, it first
+// delivers the held records the bound admits.
+func (r *Reader) endPoll(out []Record, now time.Time, release bool) ([]Record, error) {
 	if _, err := r.splits.Tick(now); err != nil {
 		return nil, fmt.Errorf("kafka source %s: %w", r.name, err)
+	}
+	if release {
+		var err error
+		if out, err = r.release(out, now); err != nil {
+			return nil, err
+		}
 	}
 	if err := r.align(now); err != nil {
 		return nil, err
@@ -304,6 +346,81 @@ func (r *Reader) Poll(ctx context.Context) ([]Record, error) {
 	}
 	r.updateStats()
 	return out, nil
+}
+
+// deliver appends record rec of partition i, at event time t, to out: the
+// partition's watermark and next offset move past it.
+func (r *Reader) deliver(i int, rec *kgo.Record, t mtime.Time, now time.Time, out *[]Record) error {
+	p := &r.parts[i]
+	late, err := r.splits.Record(watermarkmgr.SplitID(i), t, now)
+	if err != nil {
+		return fmt.Errorf("kafka source %s: topic %q partition %d: %w", r.name, p.topic, p.id, err)
+	}
+	if late {
+		r.late++
+	}
+	p.next = rec.Offset + 1
+	r.read++
+	*out = append(*out, Record{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
+		Key: rec.Key, Value: rec.Value, EventTime: t})
+	return nil
+}
+
+// release delivers the held records the group's bound admits now, in
+// offset order per partition, and appends them to out. It asks the group
+// once: delivering moves the partition's watermark and so maybe the
+// group's minimum and bound, but what that admits waits for the next
+// poll. The source emits its watermark between polls, so a poll's records
+// span at most the drift (plus one record of a partition at the minimum)
+// past the watermark emitted before them. Draining every partition in one
+// poll, as the bound rises, would deliver a fetch's worth of event time of
+// every partition ahead of one watermark: the state the hold is for.
+func (r *Reader) release(out []Record, now time.Time) ([]Record, error) {
+	held := false
+	for i := range r.parts {
+		held = held || len(r.parts[i].held) > 0
+	}
+	if !held {
+		return out, nil
+	}
+	ooo := time.Duration(r.cfg.MaxOutOfOrdernessMillis) * time.Millisecond
+	b := r.group.hold(r.name, r.reportStates())
+	for i := range r.parts {
+		p := &r.parts[i]
+		for len(p.held) > 0 {
+			if r.cfg.MaxRecords > 0 && r.read >= r.cfg.MaxRecords {
+				return out, nil
+			}
+			h := p.held[0]
+			if !b.Admits(r.splits.Watermark(watermarkmgr.SplitID(i)), h.t, ooo) {
+				break
+			}
+			if err := r.deliver(i, h.rec, h.t, now, &out); err != nil {
+				return nil, err
+			}
+			p.held[0] = heldRecord{}
+			p.held = p.held[1:]
+		}
+		if len(p.held) == 0 {
+			p.held = nil
+		}
+	}
+	return out, nil
+}
+
+// reportStates returns the partitions' states as the alignment group
+// reads them.
+func (r *Reader) reportStates() []watermarkmgr.SplitState {
+	r.states = r.splits.States(r.states[:0])
+	for i := range r.states {
+		// A partition known to have records left is never dry
+		// (watermarkmgr.AlignConfig.DryAfter), however long its fetches
+		// take; one at its log end, or not fetched yet, may be. Held
+		// records are records left.
+		p := &r.parts[i]
+		r.states[i].Backlog = p.high > p.next || len(p.held) > 0
+	}
+	return r.states
 }
 
 // fetchErrors reports the errors of a poll. The poll's own timeout is not
@@ -325,8 +442,13 @@ func (r *Reader) fetchErrors(fetches kgo.Fetches) error {
 	return fatal
 }
 
+// next returns the offset a partition fetches next: after its held
+// records, if any.
 func (r *Reader) next(topic string, p int32) int64 {
 	if i, ok := r.index[topic][p]; ok {
+		if h := r.parts[i].held; len(h) > 0 {
+			return h[len(h)-1].rec.Offset + 1
+		}
 		return r.parts[i].next
 	}
 	return -1
@@ -354,23 +476,22 @@ func clampMillis(ms int64) mtime.Time {
 }
 
 // align reports the partitions to the alignment group and pauses or
-// resumes single partitions as it decides.
+// resumes single partitions as it decides. A partition with held records
+// stays paused whatever the decision: it has its records, and fetching
+// more would only hold more. Its activity clock stops with it, so it
+// never goes idle or dry while it waits.
 func (r *Reader) align(now time.Time) error {
 	if r.group == nil {
 		return nil
 	}
-	r.states = r.splits.States(r.states[:0])
-	for i := range r.states {
-		// A partition known to have records left is never dry
-		// (watermarkmgr.AlignConfig.DryAfter), however long its fetches
-		// take; one at its log end, or not fetched yet, may be.
-		p := &r.parts[i]
-		r.states[i].Backlog = p.high > p.next
-	}
-	decisions := r.group.sync(r.name, r.states, now)
+	decisions := r.group.sync(r.name, r.reportStates(), now)
 	var pause, resume map[string][]int32
 	for i, p := range decisions {
-		if i >= len(r.parts) || p == r.paused[i] {
+		if i >= len(r.parts) {
+			continue
+		}
+		p = p || len(r.parts[i].held) > 0
+		if p == r.paused[i] {
 			continue
 		}
 		part := r.parts[i]

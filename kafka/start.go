@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-runner/weir/kafkaio"
 )
@@ -16,8 +18,19 @@ type partition struct {
 	topic string
 	id    int32
 	start int64 // the first offset read
-	next  int64 // the next offset to read
+	next  int64 // the next offset to deliver: records before it are emitted
 	high  int64 // the high watermark at the last fetch; -1 before one
+	// held are records fetched but held back by alignment, in offset
+	// order, all at or after next (Reader.release): at most what one poll
+	// fetched, since the partition is paused for fetching while it has
+	// any. Only with an alignment group.
+	held []heldRecord
+}
+
+// heldRecord is a fetched record the reader has not delivered yet.
+type heldRecord struct {
+	rec *kgo.Record
+	t   mtime.Time // its event time, assigned when fetched
 }
 
 // errNoTopic is the cause when a configured topic does not exist.

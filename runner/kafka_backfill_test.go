@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
@@ -27,7 +28,7 @@ var backfillBench = flag.Bool("backfill", false, "run the Kafka backfill benchma
 
 var (
 	backfillSkews      = flag.String("backfill_skews", "1,4,12", "skews to run, comma-separated")
-	backfillRuns       = flag.String("backfill_runs", "off,drift,buffer3", "runs to make at each skew, comma-separated (buffer3 at skew 12 only)")
+	backfillRuns       = flag.String("backfill_runs", "off,drift,drift250,buffer3", "runs to make at each skew, comma-separated (buffer3 at skew 12 only)")
 	backfillFetchBytes = flag.Int("backfill_fetch_bytes", 8192, "bytes per partition and fetch, and per produced batch")
 	backfillSample     = flag.Duration("backfill_sample", 100*time.Millisecond, "how often to sample the job's store")
 )
@@ -62,16 +63,26 @@ func TestBackfillBench(t *testing.T) {
 	if !*backfillBench {
 		t.Skip("the backfill benchmark runs with -backfill (make bench-backfill)")
 	}
-	t.Logf("%-5s %-26s %8s %10s %7s %9s %12s %6s %6s %9s", "skew", "run", "records", "state rec", "bytes", "windows",
-		"peak spread", "paused", "wall", "rec/s")
+	t.Logf("%-5s %-26s %8s %10s %7s %9s %8s %12s %6s %6s %9s", "skew", "run", "records", "state rec", "bytes", "windows",
+		"at end", "peak spread", "paused", "wall", "rec/s")
 	for _, skew := range backfillSkewList() {
 		c, total := backfillTopic(t, skew)
 		for _, run := range []struct {
-			key    string
-			name   string
-			align  bool
-			buffer int
-		}{{"off", "alignment off", false, 0}, {"drift", "30 s max drift", true, 0}, {"buffer3", "30 s max drift, buffer 3", true, 3}} {
+			key      string
+			name     string
+			align    bool
+			buffer   int
+			interval int64 // update_interval_millis; 0: the default, 1 s
+		}{
+			{"off", "alignment off", false, 0, 0},
+			{"drift", "30 s max drift", true, 0, 0},
+			// A partition runs dry after three update intervals of quiet,
+			// and the staggered log ends make eleven such waits in turn at
+			// the end of an aligned run: a shorter interval shows how much
+			// of its wall time they are.
+			{"drift250", "30 s drift, 250 ms update", true, 0, 250},
+			{"buffer3", "30 s max drift, buffer 3", true, 3, 0},
+		} {
 			if skew != 12 && run.buffer != 0 || !strings.Contains(","+*backfillRuns+",", ","+run.key+",") {
 				continue
 			}
@@ -87,10 +98,12 @@ func TestBackfillBench(t *testing.T) {
 				// stops holding the bound once it is dry (docs/kafka.md).
 				buffer := run.buffer
 				cfg.AlignmentGroup, cfg.MaxDriftMillis, cfg.SampleBuffer = "backfill", 30_000, &buffer
+				cfg.UpdateIntervalMillis = run.interval
 			}
 			r := backfillRun(t, cfg)
-			t.Logf("%-5d %-26s %8d %10d %6dK %9d %12v %6d %6.1f %9.0f", skew, run.name, total, r.peak, r.bytes>>10, r.windows,
-				r.spread.Round(time.Minute), r.paused, r.wall.Seconds(), float64(total)/r.wall.Seconds())
+			t.Logf("%-5d %-26s %8d %10d %6dK %9d %8d %12v %6d %6.1f %9.0f", skew, run.name, total, r.peak, r.bytes>>10, r.windows,
+				r.endPeak, r.spread.Round(time.Minute), r.paused, r.wall.Seconds(), float64(total)/r.wall.Seconds())
+			t.Logf("      peak state at %v, %d records read", r.peakAt.Round(100*time.Millisecond), r.peakRead)
 		}
 		c.Close()
 	}
@@ -159,12 +172,18 @@ func backfillTopic(t *testing.T, skew int) (*kfake.Cluster, int) {
 	return c, total
 }
 
-// backfillResult is what one run of the backfill showed.
+// backfillResult is what one run of the backfill showed. The peak state
+// (peak, bytes, windows) is over the samples taken while the source was
+// reading; endPeak, the most user state records sampled after it had
+// finished, while the job fired its last windows.
 type backfillResult struct {
 	peak, windows, samples, paused int
+	endPeak                        int
 	bytes                          int64
 	spread                         time.Duration
 	wall                           time.Duration
+	peakAt                         time.Duration // when the peak state was sampled
+	peakRead                       int64         // records read then
 }
 
 // backfillRun runs the backfill job once and samples, while it runs, the
@@ -179,43 +198,68 @@ func backfillRun(t *testing.T, cfg kafkaio.ReadConfig) (r backfillResult) {
 	beam.ParDo0(s, backfillSink, bags)
 	start := time.Now()
 	logged := start
-	// Every 100 ms by default: each sample scans the whole store twice,
+	// Every 100 ms by default: each sample scans the whole store,
 	// and more often would slow the job it measures.
 	executeSampling(t, p, 10*time.Minute, *backfillSample, func(stores []*weirstate.Store) {
+		// One scan for records, bytes and scopes (the key-windows holding
+		// state): the sampler's scans take CPU from the job it measures.
+		var u weirstate.UserUsage
+		sampled := false
 		for _, st := range stores {
-			if n, b, err := st.Usage(weirstate.KindUserState); err == nil {
-				r.peak, r.bytes, r.samples = max(r.peak, n), max(r.bytes, b), r.samples+1
-			}
-			// One expiry-index record per key and window holding state.
-			if n, err := st.Count(weirstate.KindUserGC); err == nil {
-				r.windows = max(r.windows, n)
+			if su, err := st.UserUsage(); err == nil {
+				u.Records, u.Bytes, u.Scopes = max(u.Records, su.Records), max(u.Bytes, su.Bytes), max(u.Scopes, su.Scopes)
+				sampled = true
 			}
 		}
-		if jobs := inProcessServer().Jobs(); len(jobs) > 0 {
-			spread, paused, read := sourceGauges(jobs[len(jobs)-1])
-			r.spread, r.paused = max(r.spread, spread), max(r.paused, paused)
-			if time.Since(logged) >= 10*time.Second {
-				logged = time.Now()
-				t.Logf("  %v: %d records read, peak state %d records", time.Since(start).Round(time.Second), read, r.peak)
-			}
+		jobs := inProcessServer().Jobs()
+		if !sampled || len(jobs) == 0 {
+			return
+		}
+		// The gauges are read after the store: a source that has finished
+		// by now had finished, or nearly, when the store was scanned.
+		g := sourceGauges(jobs[len(jobs)-1])
+		r.spread, r.paused, r.samples = max(r.spread, g.spread), max(r.paused, g.paused), r.samples+1
+		if g.finished {
+			// The end of the read: the records the reader delivered while
+			// a dry partition held the watermark reach the windows at
+			// once and are collected as the last windows fire. Kept apart
+			// from the peak while reading, which alignment bounds.
+			r.endPeak = max(r.endPeak, u.Records)
+		} else if u.Records > r.peak {
+			r.peak, r.peakAt, r.peakRead = u.Records, time.Since(start), g.records
+		}
+		if !g.finished {
+			r.bytes, r.windows = max(r.bytes, u.Bytes), max(r.windows, u.Scopes)
+		}
+		if time.Since(logged) >= 10*time.Second {
+			logged = time.Now()
+			t.Logf("  %v: %d records read, peak state %d records", time.Since(start).Round(time.Second), g.records, r.peak)
 		}
 	})
 	r.wall = time.Since(start)
 	return r
 }
 
-// sourceGauges reads a job's Kafka spread and paused-partition gauges and
-// its count of records read.
-func sourceGauges(j *Job) (spread time.Duration, paused int, records int64) {
+// sourceSample is what a job's Kafka source gauges say.
+type sourceSample struct {
+	spread   time.Duration
+	paused   int
+	records  int64
+	finished bool // the source's watermark is at the end of time
+}
+
+// sourceGauges reads a job's Kafka spread, paused-partition and watermark
+// gauges and its count of records read.
+func sourceGauges(j *Job) (g sourceSample) {
 	for _, mi := range j.Metrics.Results().GetAttempted() {
 		name := mi.GetLabels()["NAME"]
 		b := mi.GetPayload()
 		if name == kafka.MetricRecords {
 			n, _ := binary.Uvarint(b)
-			records = int64(n)
+			g.records = int64(n)
 			continue
 		}
-		if name != kafka.MetricSpread && name != kafka.MetricPaused {
+		if name != kafka.MetricSpread && name != kafka.MetricPaused && name != kafka.MetricWatermark {
 			continue
 		}
 		_, n := binary.Uvarint(b) // the gauge's time
@@ -226,11 +270,14 @@ func sourceGauges(j *Job) (spread time.Duration, paused int, records int64) {
 		if m <= 0 {
 			continue
 		}
-		if name == kafka.MetricSpread {
-			spread = time.Duration(v) * time.Millisecond
-		} else {
-			paused = int(v)
+		switch name {
+		case kafka.MetricSpread:
+			g.spread = time.Duration(v) * time.Millisecond
+		case kafka.MetricPaused:
+			g.paused = int(v)
+		case kafka.MetricWatermark:
+			g.finished = int64(v) >= int64(mtime.MaxTimestamp)
 		}
 	}
-	return spread, paused, records
+	return g
 }

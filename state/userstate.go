@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/cockroachdb/pebble/v2"
@@ -27,17 +28,28 @@ const (
 // stateful stage subtask, scoped by key and window. Reads and writes go
 // through a Txn, one per bundle, so a failed bundle leaves no trace and a
 // retried one sees the state as it was.
+//
+// A UserState is used by one goroutine at a time: its transactions and
+// Collect are not safe to run concurrently.
 type UserState struct {
 	store *Store
 	db    *pebble.DB
 	ns    []byte
 	seq   uint64
+	// collected is the watermark Collect has deleted up to: no index
+	// record expiring before it is left, unless an index write since then
+	// lowered it. Collect scans the index from here rather than from the
+	// namespace's start, which would read the tombstones of every earlier
+	// collection again on each of many small watermark advances.
+	collected mtime.Time
 }
 
 // NewUserState returns the user state of namespace ns (the stage and
-// subtask).
+// subtask). A restored UserState starts with nothing collected, so its
+// first Collect scans the index from the start.
 func (s *Store) NewUserState(ns string) *UserState {
-	return &UserState{store: s, db: s.db, ns: append(binary.AppendUvarint(nil, uint64(len(ns))), ns...)}
+	return &UserState{store: s, db: s.db, ns: append(binary.AppendUvarint(nil, uint64(len(ns))), ns...),
+		collected: math.MinInt64}
 }
 
 // Cell names one piece of user state.
@@ -133,6 +145,10 @@ func (t *Txn) index(c Cell, expiry mtime.Time) error {
 		return nil
 	}
 	t.gc[id] = struct{}{}
+	// State indexed behind what Collect has done (a late write to an
+	// expired window) must still be found; an aborted transaction leaves
+	// the mark lowered, which costs a longer scan, nothing more.
+	t.u.collected = min(t.u.collected, expiry)
 	b := append([]byte(nil), t.u.ns...)
 	b = append(b, byte(KindUserGC))
 	b = appendTime(b, expiry)
@@ -328,54 +344,113 @@ func (t *Txn) OrderedClear(c Cell, lo, hi int64) error {
 
 // Collect deletes all state of every (window, key) whose expiry is before
 // wm, and returns how many it deleted.
+//
+// It deletes with point deletions, except for a scope of more than
+// maxPointDeletes records, which gets one range deletion. A watermark
+// that advances often and by little (an aligned source moves it a poll at
+// a time) collects a few scopes each time; a range deletion each time
+// would pile up tombstones that every later iterator over the memtable
+// must fragment again, until it is flushed.
 func (u *UserState) Collect(wm mtime.Time) (int, error) {
 	if err := u.store.Err(); err != nil {
 		return 0, err
 	}
-	lo := append(append([]byte(nil), u.ns...), byte(KindUserGC))
-	hi := appendTime(bytes.Clone(lo), wm)
-	it, err := u.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if wm <= u.collected {
+		return 0, nil
+	}
+	b := u.db.NewBatch()
+	n, err := u.collectInto(b, wm)
+	if err != nil || n == 0 {
+		b.Close()
+		if err == nil {
+			u.collected = wm
+		}
+		return n, err
+	}
+	if err := u.store.commit(b, "collect user state"); err != nil { // commit closes b
+		return n, err
+	}
+	u.collected = wm
+	return n, nil
+}
+
+// maxPointDeletes is the most records of one (window, key) scope Collect
+// deletes one by one; a larger scope costs one range deletion, cheaper
+// than many point deletions, and rare enough not to pile up.
+const maxPointDeletes = 64
+
+// collectInto adds to b the deletion of every index record expiring in
+// [u.collected, wm) and of the state of its scope, and returns how many
+// scopes it deleted.
+func (u *UserState) collectInto(b *pebble.Batch, wm mtime.Time) (int, error) {
+	gc := append(append([]byte(nil), u.ns...), byte(KindUserGC))
+	idx, err := u.db.NewIter(&pebble.IterOptions{
+		LowerBound: appendTime(bytes.Clone(gc), u.collected),
+		UpperBound: appendTime(bytes.Clone(gc), wm),
+	})
 	if err != nil {
 		return 0, fmt.Errorf("state: collect user state: %w", err)
 	}
-	b := u.db.NewBatch()
+	defer idx.Close()
+	var cells *pebble.Iterator // opened at the first expired scope: most calls find none
 	defer func() {
-		if b != nil {
-			b.Close()
+		if cells != nil {
+			cells.Close()
 		}
 	}()
 	n := 0
-	for valid := it.First(); valid; valid = it.Next() {
-		k := it.Key()[len(lo)+8:]
-		win, rest, ok := cutLP(k)
+	var keys [][]byte
+	for valid := idx.First(); valid; valid = idx.Next() {
+		win, rest, ok := cutLP(idx.Key()[len(gc)+8:])
 		key, rest2, ok2 := cutLP(rest)
 		if !ok || !ok2 || len(rest2) != 2 {
-			it.Close()
 			return n, fmt.Errorf("state: corrupt user state index record")
 		}
-		kg := int(binary.BigEndian.Uint16(rest2))
-		p := u.scope(nil, kg, win, key)
-		if err := b.DeleteRange(p, prefixEnd(p), nil); err != nil {
-			it.Close()
+		if cells == nil {
+			if cells, err = u.db.NewIter(nil); err != nil {
+				return n, fmt.Errorf("state: collect user state: %w", err)
+			}
+		}
+		p := u.scope(nil, int(binary.BigEndian.Uint16(rest2)), win, key)
+		if keys, err = deleteScope(b, cells, p, keys[:0]); err != nil {
 			return n, err
+		}
+		if err := b.Delete(idx.Key(), nil); err != nil {
+			return n, fmt.Errorf("state: collect user state: %w", err)
 		}
 		n++
 	}
-	if err := it.Close(); err != nil {
+	if err := idx.Error(); err != nil {
 		return n, fmt.Errorf("state: collect user state: %w", err)
 	}
-	if n == 0 {
-		return 0, nil
-	}
-	if err := b.DeleteRange(lo, hi, nil); err != nil {
-		return n, err
-	}
-	c := b
-	b = nil // commit closes it
-	if err := u.store.commit(c, "collect user state"); err != nil {
-		return n, err
-	}
 	return n, nil
+}
+
+// deleteScope adds to b the deletion of every record with prefix p, read
+// through it; keys is scratch space, returned for reuse.
+func deleteScope(b *pebble.Batch, it *pebble.Iterator, p []byte, keys [][]byte) ([][]byte, error) {
+	end := prefixEnd(p)
+	// Bounds, not a seek and a prefix check: stepping past the scope's
+	// last record would walk the tombstones of scopes deleted before it.
+	it.SetBounds(p, end)
+	for valid := it.First(); valid; valid = it.Next() {
+		if len(keys) == maxPointDeletes {
+			if err := b.DeleteRange(p, end, nil); err != nil {
+				return keys, fmt.Errorf("state: collect user state: %w", err)
+			}
+			return keys, nil
+		}
+		keys = append(keys, bytes.Clone(it.Key()))
+	}
+	if err := it.Error(); err != nil {
+		return keys, fmt.Errorf("state: collect user state: %w", err)
+	}
+	for _, k := range keys {
+		if err := b.Delete(k, nil); err != nil {
+			return keys, fmt.Errorf("state: collect user state: %w", err)
+		}
+	}
+	return keys, nil
 }
 
 func cutLP(b []byte) (v, rest []byte, ok bool) {
@@ -384,4 +459,44 @@ func cutLP(b []byte) (v, rest []byte, ok bool) {
 		return nil, nil, false
 	}
 	return b[w : w+int(n)], b[w+int(n):], true
+}
+
+// UserUsage is how much user state a store holds, over every namespace.
+type UserUsage struct {
+	Records int   // user state records (KindUserState)
+	Bytes   int64 // their keys and values
+	Scopes  int   // (window, key) scopes holding state: expiry index records
+}
+
+// UserUsage measures the user state in one scan of the whole store, where
+// Usage and Count would take one scan per kind: a benchmark that samples
+// a running job often pays for every scan in the job's CPU. For tests,
+// benchmarks and diagnostics.
+func (s *Store) UserUsage() (UserUsage, error) {
+	s.closing.RLock()
+	defer s.closing.RUnlock()
+	if s.closed {
+		return UserUsage{}, errors.New("state: user usage: the store is closed")
+	}
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		return UserUsage{}, fmt.Errorf("state: user usage: %w", err)
+	}
+	defer it.Close()
+	var u UserUsage
+	for valid := it.First(); valid; valid = it.Next() {
+		key := it.Key()
+		l, w := binary.Uvarint(key)
+		if w <= 0 || uint64(len(key)-w) <= l {
+			continue
+		}
+		switch Kind(key[w+int(l)]) {
+		case KindUserState:
+			u.Records++
+			u.Bytes += int64(len(key) + len(it.Value()))
+		case KindUserGC:
+			u.Scopes++
+		}
+	}
+	return u, it.Error()
 }

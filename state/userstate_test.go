@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
@@ -252,4 +253,165 @@ func TestUserStateStaysBoundedOverManyWindows(t *testing.T) {
 func wireWindow(start, end mtime.Time) []byte {
 	b := appendTime(nil, end)
 	return binary.AppendUvarint(b, uint64(end-start))
+}
+
+// rangeDeletions flushes u's store and returns how many range deletions its
+// tables hold.
+func rangeDeletions(t *testing.T, u *UserState) uint64 {
+	t.Helper()
+	if err := u.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	levels, err := u.db.SSTables(pebble.WithProperties())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, level := range levels {
+		for _, tbl := range level {
+			n += tbl.Properties.NumRangeDeletions
+		}
+	}
+	return n
+}
+
+// TestCollectInSmallSteps collects while the watermark moves a millisecond
+// at a time, as behind an aligned source, with state written between the
+// collections, some of it late (behind what was already collected). After
+// every step exactly the scopes that expired before the watermark are gone,
+// and the many small collections leave no range deletion behind.
+func TestCollectInSmallSteps(t *testing.T) {
+	u := openMem(t).NewUserState("s")
+	const keys, windows = 4, 30
+	type scope struct {
+		c      Cell
+		expiry mtime.Time
+	}
+	var scopes []scope
+	write := func(expiry mtime.Time, win string) {
+		t.Helper()
+		tx := u.Begin()
+		for k := range keys {
+			c := Cell{KeyGroup: k % 3, Window: []byte(win), Key: []byte{byte(k)}, Transform: "t", StateID: "bag"}
+			if err := tx.BagAppend(c, expiry, []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+			m := c
+			m.StateID = "map"
+			if err := tx.MultimapAppend(m, expiry, []byte("mk"), []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+			o := c
+			o.StateID = "list"
+			if err := tx.OrderedAppend(o, expiry, int64(k), []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+			scopes = append(scopes, scope{c, expiry})
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Windows expire 7 ms apart; each is written a few steps before the
+	// watermark reaches it.
+	next := 0
+	for wm := mtime.Time(0); wm <= 7*windows+10; wm++ {
+		for ; next < windows && mtime.Time(7*next) <= wm+20; next++ {
+			write(mtime.Time(7*next+3), fmt.Sprint("w", next))
+		}
+		if wm == 100 {
+			// A late write to a window that expired at 50: the next
+			// collection must still find it.
+			write(50, "late")
+		}
+		if _, err := u.Collect(wm); err != nil {
+			t.Fatal(err)
+		}
+		tx := u.Begin()
+		for _, s := range scopes {
+			got, err := tx.BagRead(s.c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if live := s.expiry >= wm; live != (len(got) > 0) {
+				t.Fatalf("watermark %d: scope %q/%q expiring at %d holds %q", wm, s.c.Window, s.c.Key, s.expiry, got)
+			}
+		}
+		tx.Abort()
+	}
+	if n := records(t, u); n != 0 {
+		t.Fatalf("%d records left after every window expired", n)
+	}
+	if n := rangeDeletions(t, u); n != 0 {
+		t.Fatalf("small collections left %d range deletions, want none", n)
+	}
+}
+
+// TestCollectLargeScope deletes a scope of more than maxPointDeletes
+// records with one range deletion, and one of at most that many record by
+// record.
+func TestCollectLargeScope(t *testing.T) {
+	for _, tc := range []struct {
+		appends int
+		ranges  uint64
+	}{{1, 0}, {maxPointDeletes, 0}, {maxPointDeletes + 1, 1}, {1000, 1}} {
+		t.Run(fmt.Sprint(tc.appends), func(t *testing.T) {
+			u := openMem(t).NewUserState("s")
+			big, small := cell("big", "w"), cell("small", "w")
+			tx := u.Begin()
+			for range tc.appends {
+				if err := tx.BagAppend(big, 10, []byte("v")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tx.BagAppend(small, 10, []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+			// A scope next to the big one, in key order, that stays.
+			if err := tx.BagAppend(cell("bigger", "w"), 20, []byte("kept")); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := u.Collect(11); err != nil || n != 2 {
+				t.Fatalf("Collect(11) = %d, %v; want 2", n, err)
+			}
+			tx = u.Begin()
+			defer tx.Abort()
+			if got, _ := tx.BagRead(cell("bigger", "w")); string(got) != "kept" {
+				t.Fatalf("live scope holds %q, want kept", got)
+			}
+			// The live scope's bag record and its index record.
+			if n := records(t, u); n != 2 {
+				t.Fatalf("%d records left, want 2", n)
+			}
+			if n := rangeDeletions(t, u); n != tc.ranges {
+				t.Fatalf("%d range deletions, want %d", n, tc.ranges)
+			}
+		})
+	}
+}
+
+func TestUserUsage(t *testing.T) {
+	s := openMem(t)
+	for _, ns := range []string{"a", "b"} {
+		u := s.NewUserState(ns)
+		tx := u.Begin()
+		tx.BagAppend(cell("k", "w1"), 10, []byte("x"))
+		tx.BagAppend(cell("k", "w1"), 10, []byte("y"))
+		tx.BagAppend(cell("k", "w2"), 20, []byte("z"))
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.UserUsage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, b, _ := s.Usage(KindUserState)
+	scopes, _ := s.Count(KindUserGC)
+	if want := (UserUsage{Records: n, Bytes: b, Scopes: scopes}); got != want || got.Records != 6 || got.Scopes != 4 {
+		t.Fatalf("UserUsage = %+v, want %+v with 6 records and 4 scopes", got, want)
+	}
 }

@@ -192,7 +192,7 @@ func (g *Group) announce() {
 			m.splits[i].sample()
 		}
 	}
-	low, high, bound := g.bound()
+	low, high, _, bound := g.bound()
 	paused, dry := 0, 0
 	for _, m := range g.members {
 		for i := range m.splits {
@@ -210,10 +210,10 @@ func (g *Group) announce() {
 
 // bound returns the minimum and maximum watermark over splits that are
 // neither idle nor ended, as last reported (+inf each when there are
-// none), and the bound: the minimum over those that are not dry either,
-// plus the maximum drift (+inf when there are none).
-func (g *Group) bound() (low, high, bound mtime.Time) {
-	low, high, hold := mtime.MaxTimestamp, mtime.MinTimestamp, mtime.MaxTimestamp
+// none), the minimum over those that are not dry either (hold; +inf when
+// there are none), and the bound: hold plus the maximum drift.
+func (g *Group) bound() (low, high, hold, bound mtime.Time) {
+	low, high, hold = mtime.MaxTimestamp, mtime.MinTimestamp, mtime.MaxTimestamp
 	counted := 0
 	for _, m := range g.members {
 		for i := range m.splits {
@@ -232,7 +232,7 @@ func (g *Group) bound() (low, high, bound mtime.Time) {
 	if counted == 0 {
 		high = mtime.MaxTimestamp
 	}
-	return low, high, addSaturating(hold, mtime.Time(g.cfg.MaxDrift.Milliseconds()))
+	return low, high, hold, addSaturating(hold, mtime.Time(g.cfg.MaxDrift.Milliseconds()))
 }
 
 // dry reports whether split x has read everything there is for DryAfter:
@@ -286,12 +286,53 @@ func (g *Group) Paused(reader string) []bool {
 	if m == nil {
 		return nil
 	}
-	_, _, bound := g.bound()
+	_, _, _, bound := g.bound()
 	out := make([]bool, len(m.splits))
 	for i := range m.splits {
 		out[i] = g.decide(&m.splits[i], bound)
 	}
 	return out
+}
+
+// Hold returns the bound the pause decision uses now (see Paused), over
+// the splits as last reported by every reader.
+func (g *Group) Hold() HoldBound {
+	_, _, hold, bound := g.bound()
+	return HoldBound{Min: hold, Bound: bound}
+}
+
+// HoldBound is a group's bound at one moment, for a reader that holds
+// back records rather than only pausing fetches (Admits).
+type HoldBound struct {
+	// Min is the minimum watermark over the splits that hold the bound
+	// (neither idle, ended nor dry); +inf when there are none.
+	Min mtime.Time
+	// Bound is Min plus the maximum drift, saturating at +inf: a split
+	// whose watermark is past it is paused.
+	Bound mtime.Time
+}
+
+// Admits reports whether a split whose watermark is wm may deliver its
+// next record, at event time t, with out-of-orderness ooo (the split's
+// watermark is its largest event time minus ooo). A pause only stops a
+// split's fetches: the records it already fetched would carry it past
+// the bound by up to a fetch. A reader that delivers only admitted
+// records keeps every split's watermark within the bound, and the event
+// times it delivers within the bound plus ooo, but for one record at a
+// time of a split at the minimum (below).
+//
+// A record is admitted when the watermark it implies, t - ooo, is at or
+// under the bound: the comparison the pause decision makes, so a split
+// never goes past the bound by its own records. It is also admitted when
+// the split itself holds the minimum (wm <= Min), whatever its event time:
+// otherwise a slowest split whose next record lies more than the drift
+// ahead of its watermark (a gap in its event times, or every split still
+// at -inf at the start, where the bound is -inf plus the drift) would wait
+// for a minimum only it can move, and nothing would move again. Such a
+// split delivers records one at a time until it is no longer the minimum;
+// with a drift of 0 that makes the splits take turns in event-time order.
+func (b HoldBound) Admits(wm, t mtime.Time, ooo time.Duration) bool {
+	return subSaturating(t, ooo) <= b.Bound || wm <= b.Min
 }
 
 // Last returns the last announcement.

@@ -86,6 +86,25 @@ func (s *Splits) Record(id SplitID, t mtime.Time, now time.Time) (late bool, err
 	return late, s.mgr.Advance(InputID(id), s.watermark(x))
 }
 
+// Pending notes that split id has records it has not delivered yet: a
+// reader holds them back for alignment (HoldBound.Admits). The split has
+// data, so it is active: its activity clock restarts and, if it was idle,
+// it rejoins the minimum at its watermark, as a record would make it. Its
+// watermark does not move: only delivered records move it.
+func (s *Splits) Pending(id SplitID, now time.Time) error {
+	x, err := s.split(id)
+	if err != nil {
+		return err
+	}
+	s.tick(now)
+	x.quiet = 0
+	if x.idle {
+		x.idle = false
+		return s.mgr.Active(InputID(id))
+	}
+	return nil
+}
+
 // Tick advances the activity clocks to now and marks idle every unpaused
 // split that has been quiet for the idle timeout. It returns the splits
 // that became idle.

@@ -11,7 +11,7 @@ import (
 // At (milliseconds after the start).
 type splitStep struct {
 	at     int64
-	op     string // "record", "tick", "pause", "resume", "end"
+	op     string // "record", "tick", "pause", "resume", "end", "pending"
 	split  SplitID
 	t      mtime.Time // record: event time
 	wantWM mtime.Time // the output watermark after the step (Output)
@@ -91,6 +91,20 @@ func TestSplits(t *testing.T) {
 			{at: 20, op: "tick", idled: []SplitID{0, 1}, wantWM: 200},
 			{at: 30, op: "record", split: 0, t: 150, late: true, wantWM: 200},
 		}},
+		{"a split with pending records is active: its clock restarts, it leaves idleness, its watermark stays", 2, SplitsConfig{IdleTimeout: 10 * time.Millisecond}, []splitStep{
+			{at: 0, op: "record", split: 0, t: 100, wantWM: ninf},
+			{at: 0, op: "record", split: 1, t: 50, wantWM: 50},
+			{at: 8, op: "pending", split: 1, wantWM: 50},
+			{at: 12, op: "record", split: 0, t: 110, wantWM: 50},
+			{at: 12, op: "tick", idled: nil, wantWM: 50}, // split 1 quiet 4 ms only
+			{at: 20, op: "record", split: 0, t: 120, wantWM: 50},
+			{at: 22, op: "tick", idled: []SplitID{1}, wantWM: 120},
+			// pending brings it back into the minimum at its watermark: the
+			// output does not go back, but waits for it again
+			{at: 23, op: "pending", split: 1, wantWM: 120},
+			{at: 24, op: "record", split: 0, t: 300, wantWM: 120},
+			{at: 25, op: "record", split: 1, t: 200, wantWM: 200},
+		}},
 		{"processing time going back moves no clock", 1, SplitsConfig{IdleTimeout: 10 * time.Millisecond}, []splitStep{
 			{at: 5, op: "record", split: 0, t: 1, wantWM: 1},
 			{at: 0, op: "tick", wantWM: 1},
@@ -122,6 +136,8 @@ func TestSplits(t *testing.T) {
 					err = s.Resume(st.split, now)
 				case "end":
 					err = s.End(st.split)
+				case "pending":
+					err = s.Pending(st.split, now)
 				default:
 					t.Fatalf("step %d: unknown op %q", i, st.op)
 				}
