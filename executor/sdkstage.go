@@ -68,6 +68,12 @@ type SDKStageSpec struct {
 	Metrics    func(infos []*pipepb.MonitoringInfo, committed bool)
 	MaxElems   int // per bundle; default 4096
 	MaxBytes   int // per bundle; default 4 MiB
+	// MaxBundleTime closes a bundle this long after its first element
+	// arrived, if nothing else closed it (size, watermark, barrier):
+	// otherwise elements trickling in while the watermark stands still
+	// would wait in an open bundle without bound. Default 1 s, as Beam's
+	// Flink runner's maxBundleTimeMills.
+	MaxBundleTime time.Duration
 	MaxRetries int // bundles retried after a lost worker; default 3
 	// SplitBundles bounds the bundles an SDF stage's subtask runs at once,
 	// splitting them from one another (split.go); default GOMAXPROCS, and
@@ -82,6 +88,10 @@ type SDKStage struct {
 
 	pending [][]byte
 	bytes   int
+	// openedAt is when the first main-input element of the pending
+	// bundle arrived; zero when pending is empty or holds only residuals,
+	// which wait by their own delay.
+	openedAt time.Time
 	// waiting holds main-input elements whose side windows are not yet
 	// complete; waitHold is their least timestamp.
 	waiting    [][]byte
@@ -173,6 +183,9 @@ func (s *SDKStage) Process(ctx context.Context, port int, elems [][]byte) error 
 				continue
 			}
 		}
+		if s.openedAt.IsZero() {
+			s.openedAt = time.Now()
+		}
 		s.pending = append(s.pending, e)
 		s.bytes += len(e)
 	}
@@ -180,6 +193,18 @@ func (s *SDKStage) Process(ctx context.Context, port int, elems [][]byte) error 
 		return s.flush(ctx)
 	}
 	return nil
+}
+
+// bundleDue returns when the open bundle must close by MaxBundleTime.
+func (s *SDKStage) bundleDue() (time.Time, bool) {
+	if s.openedAt.IsZero() || len(s.pending) == 0 {
+		return time.Time{}, false
+	}
+	d := s.Spec.MaxBundleTime
+	if d <= 0 {
+		d = time.Second
+	}
+	return s.openedAt.Add(d), true
 }
 
 // readyForSides reports whether element e may run now, and its timestamp.
@@ -367,7 +392,7 @@ func (s *SDKStage) flush(ctx context.Context) error {
 		return nil
 	}
 	in := s.pending
-	s.pending, s.bytes, s.delay = nil, 0, 0
+	s.pending, s.bytes, s.delay, s.openedAt = nil, 0, 0, time.Time{}
 	defer func() { s.truncated = false }()
 	if s.Spec.SDF && s.splitBundles() > 1 {
 		return s.runSplitting(ctx, in)

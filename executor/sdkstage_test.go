@@ -64,14 +64,18 @@ func (f *fakeWorkers) Replace(_ context.Context, _ string, lost *fnapi.Worker) (
 type elemSource struct{ n int }
 
 func (s elemSource) Run(ctx context.Context, out *Output, _ *Injector) error {
+	if err := s.emit(ctx, out); err != nil {
+		return err
+	}
+	return out.Watermark(ctx, mtime.MaxTimestamp)
+}
+
+func (s elemSource) emit(ctx context.Context, out *Output) error {
 	var batch [][]byte
 	for i := range s.n {
 		batch = append(batch, wire.AppendWindowedValue(nil, mtime.Time(i), nil, []byte{wire.PaneNoFiring}, []byte{1, byte(i)}))
 	}
-	if err := out.Emit(ctx, 0, batch); err != nil {
-		return err
-	}
-	return out.Watermark(ctx, mtime.MaxTimestamp)
+	return out.Emit(ctx, 0, batch)
 }
 
 type collect struct {
@@ -152,4 +156,86 @@ func TestLostWorkerRetriesBounded(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
+}
+
+// trickleSource emits n elements and then, without moving the watermark,
+// waits until they have come out of the stage (seen is closed) before it
+// ends.
+type trickleSource struct {
+	n    int
+	seen <-chan struct{}
+}
+
+func (s trickleSource) Run(ctx context.Context, out *Output, inj *Injector) error {
+	if err := (elemSource{s.n}).emit(ctx, out); err != nil {
+		return err
+	}
+	select {
+	case <-s.seen:
+	case <-ctx.Done():
+		return fmt.Errorf("the %d elements stayed in the stage's open bundle: %w", s.n, ctx.Err())
+	}
+	return out.Watermark(ctx, mtime.MaxTimestamp)
+}
+
+// TestOpenBundleClosesInTime: elements that arrive while the watermark
+// stands still, too few to fill a bundle, come out once MaxBundleTime has
+// passed, not only at the next watermark or barrier.
+func TestOpenBundleClosesInTime(t *testing.T) {
+	srv, err := fnapi.NewServer(fnapi.Options{JobID: "job"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	codec := wire.NewCodec(func([]byte) (int, error) { return 0, nil }, func(b []byte) (int, error) {
+		if len(b) < 2 {
+			return 0, wire.ErrShort
+		}
+		return 2, nil
+	})
+	spec := &SDKStageSpec{Name: "stage", Env: "env", DescriptorID: "d", Source: "src",
+		Sinks: []string{"sink"}, SinkCodecs: []*wire.Codec{codec},
+		Workers: &fakeWorkers{t: t, srv: srv}, MaxElems: 1000, MaxBundleTime: 20 * time.Millisecond}
+	seen := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	var got [][]byte
+	g := &Graph{Nodes: []*Node{
+		{Name: "src", Parallelism: 1, Outputs: 1, NewSource: func(int, *Output) (Source, error) { return trickleSource{3, seen}, nil }},
+		{Name: "sdk", Parallelism: 1, Outputs: 1, Inputs: []NodeInput{{From: 0}},
+			New: func(_ int, out *Output) (Operator, error) { return NewSDKStage(spec, out), nil }},
+		{Name: "sink", Parallelism: 1, Inputs: []NodeInput{{From: 1}},
+			New: func(int, *Output) (Operator, error) {
+				return notify{collect{&mu, &got}, func() {
+					if len(got) >= 3 {
+						once.Do(func() { close(seen) })
+					}
+				}}, nil
+			}},
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := g.Run(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Errorf("%d elements came out, want 3", len(got))
+	}
+}
+
+// notify is a collect that calls after under its lock once it has taken
+// a batch.
+type notify struct {
+	collect
+	after func()
+}
+
+func (n notify) Process(ctx context.Context, port int, elems [][]byte) error {
+	if err := n.collect.Process(ctx, port, elems); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.after()
+	return nil
 }

@@ -152,22 +152,32 @@ func (s *SDKStage) ProcessingTime(ctx context.Context, t mtime.Time) error {
 	return s.Out.ProcessingTime(ctx, t)
 }
 
-// NextWake implements Waker: the earliest processing-time timer, unless a
-// TestStream drives processing time.
+// NextWake implements Waker: the earliest processing-time timer (unless a
+// TestStream drives processing time) or the open bundle's MaxBundleTime.
 func (s *SDKStage) NextWake() (time.Time, bool) {
+	at, ok := s.bundleDue()
 	if s.timers == nil || s.synthetic {
-		return time.Time{}, false
+		return at, ok
 	}
-	t, ok := s.timers.Next(timers.ProcessingTime)
-	if !ok {
-		return time.Time{}, false
+	t, tok := s.timers.Next(timers.ProcessingTime)
+	switch {
+	case !tok:
+		return at, ok
+	case !ok || t.ToTime().Before(at):
+		return t.ToTime(), true
 	}
-	return t.ToTime(), true
+	return at, true
 }
 
-// Wake implements Waker: fire the processing-time timers due at now.
+// Wake implements Waker: close the open bundle if it is due, and fire the
+// processing-time timers due at now.
 func (s *SDKStage) Wake(ctx context.Context, now time.Time) error {
-	if s.synthetic || !s.sidesReady() {
+	if at, ok := s.bundleDue(); ok && !now.Before(at) {
+		if err := s.flush(ctx); err != nil {
+			return err
+		}
+	}
+	if s.timers == nil || s.synthetic || !s.sidesReady() {
 		return nil
 	}
 	if err := s.flush(ctx); err != nil {
