@@ -64,17 +64,17 @@ type SDKStageSpec struct {
 	// state-backed iterables (heldinput.go).
 	Held *HeldInput
 
-	Workers    Workers
-	Metrics    func(infos []*pipepb.MonitoringInfo, committed bool)
-	MaxElems   int // per bundle; default 4096
-	MaxBytes   int // per bundle; default 4 MiB
+	Workers  Workers
+	Metrics  func(infos []*pipepb.MonitoringInfo, committed bool)
+	MaxElems int // per bundle; default 4096
+	MaxBytes int // per bundle; default 4 MiB
 	// MaxBundleTime closes a bundle this long after its first element
 	// arrived, if nothing else closed it (size, watermark, barrier):
 	// otherwise elements trickling in while the watermark stands still
 	// would wait in an open bundle without bound. Default 1 s, as Beam's
 	// Flink runner's maxBundleTimeMills.
 	MaxBundleTime time.Duration
-	MaxRetries int // bundles retried after a lost worker; default 3
+	MaxRetries    int // bundles retried after a lost worker; default 3
 	// SplitBundles bounds the bundles an SDF stage's subtask runs at once,
 	// splitting them from one another (split.go); default GOMAXPROCS, and
 	// 1 runs SDF bundles whole, one at a time.
