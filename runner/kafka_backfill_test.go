@@ -28,7 +28,7 @@ var backfillBench = flag.Bool("backfill", false, "run the Kafka backfill benchma
 
 var (
 	backfillSkews      = flag.String("backfill_skews", "1,4,12", "skews to run, comma-separated")
-	backfillRuns       = flag.String("backfill_runs", "off,drift,drift250,buffer3", "runs to make at each skew, comma-separated (buffer3 at skew 12 only)")
+	backfillRuns       = flag.String("backfill_runs", "off,drift,drift250,noidle,buffer3", "runs to make at each skew, comma-separated (buffer3 at skew 12 only)")
 	backfillFetchBytes = flag.Int("backfill_fetch_bytes", 8192, "bytes per partition and fetch, and per produced batch")
 	backfillSample     = flag.Duration("backfill_sample", 100*time.Millisecond, "how often to sample the job's store")
 )
@@ -53,7 +53,9 @@ func init() { register.Function1x0(backfillSink) }
 // window closes. Every skew reads the same records (backfillTopic): only
 // how fast each partition is read in event time changes, the fastest
 // about skew times faster than the slowest. At each skew it runs the job
-// with alignment off and with a 30 s maximum drift (no idle timeout), and
+// with alignment off and with a 30 s maximum drift (and a 1 s idle
+// timeout, so a partition whose log has ended stops holding the
+// watermark; one run has none, to show the staggered log ends), and
 // reports the peak window state in the job's store (bag records, their
 // bytes, and open key-windows) and the throughput. Without alignment the
 // fast partitions open windows that wait for the slowest one, more the
@@ -73,15 +75,21 @@ func TestBackfillBench(t *testing.T) {
 			align    bool
 			buffer   int
 			interval int64 // update_interval_millis; 0: the default, 1 s
+			idle     int64 // idle_timeout_millis
 		}{
-			{"off", "alignment off", false, 0, 0},
-			{"drift", "30 s max drift", true, 0, 0},
+			{"off", "alignment off", false, 0, 0, 0},
+			{"drift", "30 s max drift", true, 0, 0, 1000},
 			// A partition runs dry after three update intervals of quiet,
 			// and the staggered log ends make eleven such waits in turn at
 			// the end of an aligned run: a shorter interval shows how much
 			// of its wall time they are.
-			{"drift250", "30 s drift, 250 ms update", true, 0, 250},
-			{"buffer3", "30 s max drift, buffer 3", true, 3, 0},
+			{"drift250", "30 s drift, 250 ms update", true, 0, 250, 1000},
+			// Without an idle timeout the partition whose log ends first
+			// keeps its watermark (it may get more records), so the
+			// windows of the other partitions' last minutes stay open
+			// until the source ends.
+			{"noidle", "30 s drift, no idle timeout", true, 0, 0, 0},
+			{"buffer3", "30 s max drift, buffer 3", true, 3, 0, 1000},
 		} {
 			if skew != 12 && run.buffer != 0 || !strings.Contains(","+*backfillRuns+",", ","+run.key+",") {
 				continue
@@ -94,11 +102,12 @@ func TestBackfillBench(t *testing.T) {
 				// or two.
 				ConsumerConfig: map[string]string{"max.partition.fetch.bytes": fmt.Sprint(*backfillFetchBytes)}}
 			if run.align {
-				// No idle timeout: a partition that has read its whole log
-				// stops holding the bound once it is dry (docs/kafka.md).
+				// A partition that has read its whole log stops holding the
+				// bound once it is dry (docs/kafka.md); the idle timeout
+				// lets the watermark pass it too.
 				buffer := run.buffer
 				cfg.AlignmentGroup, cfg.MaxDriftMillis, cfg.SampleBuffer = "backfill", 30_000, &buffer
-				cfg.UpdateIntervalMillis = run.interval
+				cfg.UpdateIntervalMillis, cfg.IdleTimeoutMillis = run.interval, run.idle
 			}
 			r := backfillRun(t, cfg)
 			t.Logf("%-5d %-26s %8d %10d %6dK %9d %8d %12v %6d %6.1f %9.0f", skew, run.name, total, r.peak, r.bytes>>10, r.windows,
