@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -274,4 +276,52 @@ func TestStopWithSavepoint(t *testing.T) {
 		}
 	}
 	t.Logf("stopped run %v, from the savepoint %v, after its crash %v", first, second, third)
+}
+
+// TestFailedSavepointKeepsTheJobRunning: a savepoint that cannot be
+// written (its folder is a file) is reported to its caller as failed, and
+// the job, which tolerates no failed checkpoint, runs on to the end.
+func TestFailedSavepointKeepsTheJobRunning(t *testing.T) {
+	blocker := filepath.Join(t.TempDir(), "not-a-folder")
+	if err := os.WriteFile(blocker, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var spErr error
+	hook := func(ctx context.Context, i int, poll func() error) error {
+		if i != eventOf(2, 1) {
+			return nil
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := streamJob.Load().TakeSavepoint(ctx, blocker, false)
+			done <- err
+		}()
+		for {
+			if err := poll(); err != nil {
+				return err
+			}
+			select {
+			case spErr = <-done:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
+	opts := map[string]string{CheckpointIntervalOption: "1h", CheckpointDirOption: t.TempDir()}
+	got, job, err := runRestoreJobOf(t, savepointPipeline("sp-fail", "sum"), "savepoint-fail", "sp-fail", opts, hook)
+	if err != nil {
+		t.Fatalf("the job failed with its savepoint: %v", err)
+	}
+	if spErr == nil || !strings.Contains(spErr.Error(), "savepoint") {
+		t.Errorf("the savepoint into a file reported %v, want a failure", spErr)
+	}
+	if !hasMessage(job, "failed") {
+		t.Errorf("the job did not report the failed savepoint")
+	}
+	t.Logf("the savepoint: %v", spErr)
+	if sums := windowSums(got); len(sums) != restoreWindows {
+		t.Errorf("the job emitted %v, want all %d windows", sums, restoreWindows)
+	}
 }
