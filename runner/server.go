@@ -449,6 +449,7 @@ func (s *Server) runJob(ctx context.Context, cancel context.CancelCauseFunc, j *
 			log.Warn("weir: removing job staging directory", "dir", j.StagingDir, "err", rerr)
 		}
 	}
+	s.dropRecord(j)
 	switch {
 	case err == nil && j.draining():
 		j.SetState(jobpb.JobState_DRAINED)
@@ -459,7 +460,6 @@ func (s *Server) runJob(ctx context.Context, cancel context.CancelCauseFunc, j *
 	default:
 		j.Fail(fmt.Errorf("job %s: %w", j.ID, err))
 	}
-	s.dropRecord(j)
 	st, _ := j.State()
 	log.Info("weir: job ended", "state", st, "err", j.Err())
 }

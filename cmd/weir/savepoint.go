@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/weir-runner/weir/runner"
@@ -27,6 +28,15 @@ func takeSavepoint(args []string, stdout io.Writer) error {
 	}
 	if fs.NArg() != 1 {
 		return usageErrorf("want exactly one job id, got %d arguments", fs.NArg())
+	}
+	if *dir != "" {
+		// The server resolves paths against its own working folder; a
+		// relative --dir means this one, as the user typed it here.
+		abs, err := filepath.Abs(*dir)
+		if err != nil {
+			return usageErrorf("--dir %q: %v", *dir, err)
+		}
+		*dir = abs
 	}
 	_, conn, ctx, cancel, err := cf.dial()
 	if err != nil {
