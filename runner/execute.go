@@ -133,7 +133,7 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		// Runs before the store closes: snapshots must be released first.
 		defer ck.close()
 		g.Checkpoints, barriers = ck, ck.barriers
-		j.setSavepointer(&savepointer{ck: ck, g: g})
+		j.setSavepointer(ck)
 		defer j.setSavepointer(nil)
 	}
 	err = g.Run(ctx, barriers)

@@ -64,7 +64,7 @@ type Job struct {
 	drainOnce sync.Once
 	// sp takes savepoints while the job's checkpoints run.
 	spMu sync.Mutex
-	sp   *savepointer
+	sp   *jobCheckpoints
 	// recorded says weir serve keeps the job's submission record (set
 	// before the job runs); shutdown says the server's shutdown stopped
 	// it, so the record stays for the next server to resume it.

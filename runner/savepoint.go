@@ -94,13 +94,6 @@ type SavepointResult struct {
 	Checkpoint checkpoint.ID
 }
 
-// savepointer takes a savepoint of a running job; execute installs one on
-// the job while its checkpoints run.
-type savepointer struct {
-	ck *jobCheckpoints
-	g  *executor.Graph
-}
-
 // errNoSavepoints refuses a savepoint of a job that is not taking
 // checkpoints.
 var errNoSavepoints = errors.New("no savepoint can be taken")
@@ -108,11 +101,10 @@ var errNoSavepoints = errors.New("no savepoint can be taken")
 // errSavepointBusy refuses a second savepoint while one is being taken.
 var errSavepointBusy = errors.New("a savepoint of the job is being taken already")
 
-// take requests a savepoint into dir and waits for it. With stop it also
+// takeSavepoint requests a savepoint into dir and waits for it. With stop it also
 // waits for every two-phase-commit sink to commit it, so the output it
 // covers is visible when the caller stops the job.
-func (sp *savepointer) take(ctx context.Context, dir string, stop bool) (SavepointResult, error) {
-	c := sp.ck
+func (c *jobCheckpoints) takeSavepoint(ctx context.Context, dir string, stop bool) (SavepointResult, error) {
 	c.mu.Lock()
 	if c.spDir != "" {
 		c.mu.Unlock()
@@ -141,7 +133,7 @@ func (sp *savepointer) take(ctx context.Context, dir string, stop bool) (Savepoi
 	res := SavepointResult{Path: c.spPath, Checkpoint: st.ID}
 	c.mu.Unlock()
 	if stop {
-		if err := sp.g.WaitCommitted(ctx, executor.BarrierID(st.ID)); err != nil {
+		if err := c.graph.WaitCommitted(ctx, executor.BarrierID(st.ID)); err != nil {
 			return res, fmt.Errorf("savepoint %s taken, but its sinks did not commit: %w", res.Path, err)
 		}
 	}
@@ -193,11 +185,12 @@ func (j *Job) TakeSavepoint(ctx context.Context, dir string, stop bool) (Savepoi
 		return SavepointResult{}, fmt.Errorf("%w: job %s takes no checkpoints (set --%s), or has not started them yet",
 			errNoSavepoints, j.ID, CheckpointIntervalOption)
 	}
-	return sp.take(ctx, dir, stop)
+	return sp.takeSavepoint(ctx, dir, stop)
 }
 
-// setSavepointer installs (or, with nil, removes) the job's savepointer.
-func (j *Job) setSavepointer(sp *savepointer) {
+// setSavepointer installs (or, with nil, removes) the checkpoints that
+// take the job's savepoints.
+func (j *Job) setSavepointer(sp *jobCheckpoints) {
 	j.spMu.Lock()
 	j.sp = sp
 	j.spMu.Unlock()

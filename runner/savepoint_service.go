@@ -102,7 +102,5 @@ func TakeSavepoint(ctx context.Context, conn grpc.ClientConnInterface, req Savep
 	if path == "" {
 		return SavepointResult{}, fmt.Errorf("savepoint of job %s: the service returned no path", req.JobID)
 	}
-	return SavepointResult{Path: path, Checkpoint: checkpointID(f["checkpoint"].GetNumberValue())}, nil
+	return SavepointResult{Path: path, Checkpoint: checkpoint.ID(f["checkpoint"].GetNumberValue())}, nil
 }
-
-func checkpointID(f float64) checkpoint.ID { return checkpoint.ID(f) }
