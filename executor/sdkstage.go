@@ -75,6 +75,9 @@ type SDKStageSpec struct {
 	// Flink runner's maxBundleTimeMills.
 	MaxBundleTime time.Duration
 	MaxRetries    int // bundles retried after a lost worker; default 3
+	// Lift, if set, lets the stage run its precombines as one-by-one
+	// conversions when they do not reduce (liftswitch.go).
+	Lift *LiftSpec
 	// SplitBundles bounds the bundles an SDF stage's subtask runs at once,
 	// splitting them from one another (split.go); default GOMAXPROCS, and
 	// 1 runs SDF bundles whole, one at a time.
@@ -112,7 +115,9 @@ type SDKStage struct {
 	// drain, which run to their end uncut.
 	truncated bool
 	worker    *fnapi.Worker
-	state     *stageState
+	// lift picks how bundles run the stage's precombines (Spec.Lift).
+	lift  liftSwitch
+	state *stageState
 
 	// User holds the subtask's user state; set for stateful stages.
 	User      *state.UserState
@@ -500,11 +505,13 @@ func residualWatermark(r *fnpb.DelayedBundleApplication) mtime.Time {
 // number of times. A failure reported by the SDK is not retried: user code
 // fails the same way again.
 func (s *SDKStage) run(ctx context.Context, in [][]byte, fired []timers.Timer) (*fnapi.BundleResult, error) {
-	return s.runOn(ctx, s.Spec.DescriptorID, s.Spec.Source, s.Spec.Sinks, in, fired)
+	desc, use := s.descriptor()
+	return s.runOn(ctx, desc, use, s.Spec.Source, s.Spec.Sinks, in, fired)
 }
 
-// runOn runs a bundle on descriptor desc, whose main input is source.
-func (s *SDKStage) runOn(ctx context.Context, desc, source string, sinks []string, in [][]byte, fired []timers.Timer) (*fnapi.BundleResult, error) {
+// runOn runs a bundle on descriptor desc, whose main input is source; use
+// says how desc runs the stage's precombines.
+func (s *SDKStage) runOn(ctx context.Context, desc string, use liftUse, source string, sinks []string, in [][]byte, fired []timers.Timer) (*fnapi.BundleResult, error) {
 	retries := s.Spec.MaxRetries
 	if retries <= 0 {
 		retries = 3
@@ -537,7 +544,7 @@ func (s *SDKStage) runOn(ctx context.Context, desc, source string, sinks []strin
 			}
 		}
 		if err == nil {
-			if err := s.succeeded(ctx, s.worker, res); err != nil {
+			if err := s.succeeded(ctx, s.worker, res, use); err != nil {
 				return nil, err
 			}
 			return res, nil
@@ -563,9 +570,10 @@ func (s *SDKStage) runOn(ctx context.Context, desc, source string, sinks []strin
 
 // succeeded records a finished bundle's metrics as committed and runs its
 // finalization callbacks, now that the runner keeps its results.
-func (s *SDKStage) succeeded(ctx context.Context, w *fnapi.Worker, res *fnapi.BundleResult) error {
+func (s *SDKStage) succeeded(ctx context.Context, w *fnapi.Worker, res *fnapi.BundleResult, use liftUse) error {
+	infos := s.liftFinished(res.Response.GetMonitoringInfos(), use)
 	if s.Spec.Metrics != nil {
-		s.Spec.Metrics(res.Response.GetMonitoringInfos(), true)
+		s.Spec.Metrics(infos, true)
 	}
 	if s.Spec.Finalize && res.Response.GetRequiresFinalization() {
 		if err := w.Finalize(ctx, res.Instruction); err != nil {
@@ -602,7 +610,7 @@ func (s *SDKStage) draining() bool {
 func (s *SDKStage) truncate(ctx context.Context) error {
 	in := s.pending
 	s.pending, s.bytes, s.delay = nil, 0, 0
-	res, err := s.runOn(ctx, s.Spec.TruncateDescriptor, s.Spec.TruncateSource, []string{s.Spec.TruncateSink}, in, nil)
+	res, err := s.runOn(ctx, s.Spec.TruncateDescriptor, liftNone, s.Spec.TruncateSource, []string{s.Spec.TruncateSink}, in, nil)
 	if err != nil {
 		return fmt.Errorf("stage %s: truncate restrictions on drain: %w", s.Spec.Name, err)
 	}

@@ -63,6 +63,12 @@ type sdfTask struct {
 	reports    int       // runaway reports made of the running attempt
 	since      time.Time // start or last split
 	backoff    time.Duration
+	// use is how the running attempt runs the stage's precombines;
+	// liftWatch says a precombining attempt's progress is watched
+	// (liftsplit.go), liftStop that it is to stop early.
+	use       liftUse
+	liftWatch liftWatch
+	liftStop  bool
 }
 
 func newSDFTask(in [][]byte) *sdfTask { return &sdfTask{in: in, end: len(in), at: -1} }
@@ -145,6 +151,9 @@ type sdfEvent struct {
 	splitDone bool // a split was answered, with split or err
 	split     *fnpb.ProcessBundleSplitResponse
 
+	progressDone bool // a progress report came, with progress or err
+	progress     *fnpb.ProcessBundleProgressResponse
+
 	err error
 }
 
@@ -181,6 +190,7 @@ func (s *SDKStage) runSplitting(ctx context.Context, in [][]byte) error {
 			r.queue = r.queue[1:]
 		}
 		r.maybeSplit()
+		r.watchPrecombining()
 		r.reportRunaways()
 		select {
 		case ev := <-r.events:
@@ -214,8 +224,10 @@ func (r *sdfRun) start(t *sdfTask) error {
 	}
 	t.worker = s.worker
 	r.running[t] = true
+	desc, use := s.descriptor()
+	t.use, t.liftWatch, t.liftStop = use, liftWatch{}, false
 	req := fnapi.BundleRequest{
-		DescriptorID: s.Spec.DescriptorID,
+		DescriptorID: desc,
 		Inputs:       []fnapi.Input{{TransformID: s.Spec.Source, Elements: t.in}},
 		Outputs:      s.Spec.Sinks,
 		State:        s.state,
@@ -247,7 +259,7 @@ func (r *sdfRun) maybeSplit() {
 		}
 		return
 	}
-	if r.checkpointLarge() {
+	if r.checkpointLarge() || r.stopPrecombining() {
 		return
 	}
 	if len(r.queue) > 0 || len(r.running) >= r.width {
@@ -368,6 +380,8 @@ func (r *sdfRun) handle(ev sdfEvent) error {
 	case ev.splitDone:
 		r.split = nil
 		return r.splitAnswered(t, ev)
+	case ev.progressDone:
+		r.progressAnswered(t, ev)
 	case ev.done:
 		delete(r.running, t)
 		if ev.err != nil {
@@ -412,7 +426,7 @@ func (r *sdfRun) splitAnswered(t *sdfTask, ev sdfEvent) error {
 
 // finished commits a bundle like flush does a single one.
 func (r *sdfRun) finished(t *sdfTask, res *fnapi.BundleResult) error {
-	if err := r.s.succeeded(r.ctx, t.worker, res); err != nil {
+	if err := r.s.succeeded(r.ctx, t.worker, res, t.use); err != nil {
 		return err
 	}
 	return r.s.commit(r.ctx, res)

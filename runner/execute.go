@@ -410,6 +410,19 @@ func sdkSpec(plan *translate.Plan, s *translate.Stage, fn *fnapi.Server, workers
 		fn.RegisterDescriptor(td)
 		spec.TruncateDescriptor, spec.TruncateSource, spec.TruncateSink = td.GetId(), translate.TruncateSource, translate.TruncateSink
 	}
+	if len(s.Precombines) > 0 {
+		cd, err := plan.ConvertDescriptor(s, fn.APIDescriptor())
+		if err != nil {
+			return nil, err
+		}
+		fn.RegisterDescriptor(cd)
+		spec.Lift = &executor.LiftSpec{ConvertDescriptor: cd.GetId()}
+		for _, pc := range s.Precombines {
+			spec.Lift.Transforms = append(spec.Lift.Transforms, pc.Transform)
+			spec.Lift.Inputs = append(spec.Lift.Inputs, pc.Input)
+			spec.Lift.Outputs = append(spec.Lift.Outputs, pc.Output)
+		}
+	}
 	if st := s.Stateful; st != nil {
 		spec.Key = keyFunc(plan.PColls[s.MainInput()])
 		spec.Stateful = &executor.StatefulSpec{Transform: st.TransformID, OrderedLists: st.OrderedLists,

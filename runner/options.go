@@ -17,6 +17,15 @@ const CombineLiftingOption = "weir_combine_lifting"
 
 var _ = flag.Bool(CombineLiftingOption, true, "weir: run combines lifted (precombine before the shuffle); false runs them on grouped values")
 
+// AdaptivePrecombineOption, set to false, keeps a job's lifted combines
+// precombining in every bundle. By default a stage whose precombines do not
+// reduce (keys seldom repeat within a bundle) converts each input to an
+// accumulator on its own instead, and probes now and then whether that is
+// still so (executor/liftswitch.go).
+const AdaptivePrecombineOption = "weir_adaptive_precombine"
+
+var _ = flag.Bool(AdaptivePrecombineOption, true, "weir: convert inputs to accumulators one by one where a combine's precombine does not reduce them; false always precombines")
+
 // translateOptions reads the job's pipeline options that shape its plan,
 // over the executor's defaults.
 func translateOptions(j *Job, noLift bool) (translate.Options, error) {
@@ -27,6 +36,13 @@ func translateOptions(j *Job, noLift bool) (translate.Options, error) {
 			return o, fmt.Errorf("option --%s=%q: %w", CombineLiftingOption, v, err)
 		}
 		o.NoLift = !lift
+	}
+	if v := pipelineOption(j.Options, AdaptivePrecombineOption); v != "" {
+		adaptive, err := strconv.ParseBool(v)
+		if err != nil {
+			return o, fmt.Errorf("option --%s=%q: %w", AdaptivePrecombineOption, v, err)
+		}
+		o.FixedPrecombine = !adaptive
 	}
 	return o, nil
 }

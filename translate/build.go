@@ -17,6 +17,10 @@ type Options struct {
 	// NoLift runs every combine unlifted, as its composite's own
 	// GroupByKey and ParDo: for comparisons and as an escape hatch.
 	NoLift bool
+	// FixedPrecombine keeps lifted combines precombining in every bundle;
+	// otherwise each stage lists its precombines (Stage.Precombines) and
+	// the runner converts instead where they do not reduce.
+	FixedPrecombine bool
 }
 
 // Build validates p and turns it into a plan. Every problem found is
@@ -32,6 +36,7 @@ func Build(p *pipepb.Pipeline, opts Options) (*Plan, error) {
 		rooted:    map[string]*Stage{},
 		truncates: map[string]*Truncate{},
 		noLift:    opts.NoLift,
+		fixedPre:  opts.FixedPrecombine,
 	}
 	if b.comps.Coders == nil {
 		b.comps.Coders = map[string]*pipepb.Coder{}
@@ -106,6 +111,8 @@ type builder struct {
 	producer map[string]string
 	// noLift runs every combine unlifted (Options.NoLift).
 	noLift bool
+	// fixedPre leaves Stage.Precombines empty (Options.FixedPrecombine).
+	fixedPre bool
 	// errs collects what placing transforms finds wrong.
 	errs []error
 	// truncates maps each SDF process transform to its truncation step.

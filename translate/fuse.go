@@ -232,6 +232,7 @@ func (b *builder) finish() (*Plan, error) {
 		if s.Kind != KindSDK {
 			continue
 		}
+		s.Precombines = b.precombines(s)
 		s.Source = "weir/source/" + s.MainInput()
 		s.Sinks = map[string]string{}
 		for _, out := range s.Outputs {

@@ -111,6 +111,10 @@ type Stage struct {
 	// input: its main input must be covered by a completed checkpoint
 	// before the stage sees it.
 	StableInput bool
+	// Precombines are the lifted combines' precombine steps the stage
+	// runs; the runner may run them as ConvertDescriptor's one-by-one
+	// conversions instead (liftswitch.go).
+	Precombines []Precombine
 	// Truncate is set for SDF stages: how to truncate their restrictions
 	// when the job is drained.
 	Truncate *Truncate

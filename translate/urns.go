@@ -21,6 +21,7 @@ const (
 	URNCombineMerge   = "beam:transform:combine_per_key_merge_accumulators:v1"
 	URNCombineExtract = "beam:transform:combine_per_key_extract_outputs:v1"
 	URNCombineGrouped = "beam:transform:combine_grouped_values:v1"
+	URNCombineConvert = "beam:transform:combine_per_key_convert_to_accumulators:v1"
 
 	URNDataSource = "beam:runner:source:v1"
 	URNDataSink   = "beam:runner:sink:v1"
