@@ -31,6 +31,9 @@ type LocalExecutor struct {
 	// NoLift runs combines unlifted unless a job's CombineLiftingOption
 	// says otherwise.
 	NoLift bool
+	// FixedPrecombine keeps lifted combines precombining in every bundle
+	// unless a job's AdaptivePrecombineOption says otherwise.
+	FixedPrecombine bool
 	// StateDir holds what jobs keep beyond their end: checkpoints, under
 	// jobs/<job name>/checkpoints unless a job names its own folder, so a
 	// job submitted again under its name resumes from them. Default weir
@@ -43,7 +46,7 @@ func NewLocalExecutor() Executor { return &LocalExecutor{} }
 
 // Execute implements Executor.
 func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
-	opts, err := translateOptions(j, e.NoLift)
+	opts, err := translateOptions(j, translate.Options{NoLift: e.NoLift, FixedPrecombine: e.FixedPrecombine})
 	if err != nil {
 		return err
 	}

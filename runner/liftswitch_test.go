@@ -58,19 +58,25 @@ func TestAdaptivePrecombine(t *testing.T) {
 		name    string
 		build   func(s beam.Scope) beam.PCollection // KV<K, int> values summing to n
 		convert bool
+		fixed   bool // --weir_adaptive_precombine=false
 	}{
 		{"sdf unique keys", func(s beam.Scope) beam.PCollection {
 			return counts(s, synthetic.DefaultSourceConfig().NumElements(n).KeySize(10).ValueSize(10).Build())
-		}, true},
+		}, true, false},
 		{"sdf hot keys", func(s beam.Scope) beam.PCollection {
 			return counts(s, synthetic.DefaultSourceConfig().NumElements(n).KeySize(10).ValueSize(10).
 				NumHotKeys(10).HotKeyFraction(1).Build())
-		}, false},
-		{"reshuffled unique keys", func(s beam.Scope) beam.PCollection { return ones(s, n, 0) }, true},
-		{"reshuffled repeating keys", func(s beam.Scope) beam.PCollection { return ones(s, n, 10) }, false},
+		}, false, false},
+		{"reshuffled unique keys", func(s beam.Scope) beam.PCollection { return ones(s, n, 0) }, true, false},
+		{"reshuffled repeating keys", func(s beam.Scope) beam.PCollection { return ones(s, n, 10) }, false, false},
+		{"unique keys with adaptive precombining off", func(s beam.Scope) beam.PCollection { return ones(s, n, 0) }, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			beam.Init()
+			if tc.fixed {
+				beam.PipelineOptions.Set(AdaptivePrecombineOption, "false")
+				defer beam.PipelineOptions.Set(AdaptivePrecombineOption, "")
+			}
 			p, s := beam.NewPipelineWithRoot()
 			passert.Equals(s, stats.Sum(s, beam.DropKey(s, tc.build(s))), n)
 			res, err := Execute(context.Background(), p)
@@ -89,8 +95,11 @@ func TestAdaptivePrecombine(t *testing.T) {
 			pre, conv, sw := counter(executor.MetricPrecombinedBundles), counter(executor.MetricConvertedBundles),
 				counter(executor.MetricPrecombineSwitches)
 			t.Logf("precombined %d, converted %d, switches %d", pre, conv, sw)
-			if pre == 0 {
+			if pre == 0 && !tc.fixed {
 				t.Errorf("no bundle precombined: the first must, to measure")
+			}
+			if tc.fixed && pre+conv+sw != 0 {
+				t.Errorf("adaptive precombining off, yet the runner counted %d/%d/%d", pre, conv, sw)
 			}
 			if tc.convert && (conv == 0 || sw == 0) {
 				t.Errorf("unique keys: %d bundles converted after %d switches, want some", conv, sw)

@@ -28,8 +28,7 @@ var _ = flag.Bool(AdaptivePrecombineOption, true, "weir: convert inputs to accum
 
 // translateOptions reads the job's pipeline options that shape its plan,
 // over the executor's defaults.
-func translateOptions(j *Job, noLift bool) (translate.Options, error) {
-	o := translate.Options{NoLift: noLift}
+func translateOptions(j *Job, o translate.Options) (translate.Options, error) {
 	if v := pipelineOption(j.Options, CombineLiftingOption); v != "" {
 		lift, err := strconv.ParseBool(v)
 		if err != nil {

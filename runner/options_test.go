@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/weir-runner/weir/translate"
 )
 
 func TestTranslateOptionsLifting(t *testing.T) {
@@ -23,7 +25,7 @@ func TestTranslateOptionsLifting(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, err := translateOptions(&Job{Options: st}, false)
+		o, err := translateOptions(&Job{Options: st}, translate.Options{})
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%v: error %v, want one naming %s", tc.opts, err, tc.err)
@@ -38,11 +40,19 @@ func TestTranslateOptionsLifting(t *testing.T) {
 
 // A job's option wins over the server's default.
 func TestTranslateOptionsServerDefault(t *testing.T) {
-	o, _ := translateOptions(&Job{}, true)
-	st, _ := structpb.NewStruct(map[string]any{"beam:option:weir_combine_lifting:v1": "true"})
-	o2, _ := translateOptions(&Job{Options: st}, true)
+	o, _ := translateOptions(&Job{}, translate.Options{NoLift: true, FixedPrecombine: true})
+	st, _ := structpb.NewStruct(map[string]any{"beam:option:weir_combine_lifting:v1": "true",
+		"beam:option:weir_adaptive_precombine:v1": "true"})
+	o2, _ := translateOptions(&Job{Options: st}, translate.Options{NoLift: true, FixedPrecombine: true})
 	if !o.NoLift || o2.NoLift {
 		t.Errorf("server default off: NoLift %v; job asks for lifting: NoLift %v", o.NoLift, o2.NoLift)
+	}
+	if !o.FixedPrecombine || o2.FixedPrecombine {
+		t.Errorf("server default fixed: FixedPrecombine %v; job asks for adaptive: %v", o.FixedPrecombine, o2.FixedPrecombine)
+	}
+	st, _ = structpb.NewStruct(map[string]any{"weir_adaptive_precombine": "maybe"})
+	if _, err := translateOptions(&Job{Options: st}, translate.Options{}); err == nil || !strings.Contains(err.Error(), "weir_adaptive_precombine") {
+		t.Errorf("bad --weir_adaptive_precombine: error %v, want one naming the option", err)
 	}
 }
 

@@ -34,8 +34,8 @@ import (
 var (
 	records = flag.Int("records", 1000000, "synthetic records per source")
 	runs    = flag.Int("runs", 3, "runs per test and runner")
-	tests   = flag.String("tests", "pardo,group_by_key,combine,combine_unlifted,cogbk,sideinput",
-		"load tests to run; combine_unlifted is combine with weir serving --combine-lifting=false (Prism as usual)")
+	tests   = flag.String("tests", "pardo,group_by_key,combine,combine_fixed,combine_unlifted,cogbk,sideinput",
+		"load tests to run; combine_fixed and combine_unlifted are combine with weir serving --adaptive-precombine=false or --combine-lifting=false (Prism as usual)")
 	bin = flag.String("bin", "bin", "directory for the binaries")
 	out = flag.String("out", "", "markdown file to write the table to (e.g. docs/benchmarks.md)")
 )
@@ -47,11 +47,21 @@ type runner struct {
 	server func(port int) []string
 }
 
-// unlifted is the suffix of a test run on weir with combiner lifting off.
-const unlifted = "_unlifted"
+// variants are suffixes of test names that run a Beam load test on weir
+// serving with a flag, to compare a choice weir makes; Prism runs the test
+// as usual.
+var variants = map[string]string{
+	"_unlifted": "--combine-lifting=false",     // combines on grouped values
+	"_fixed":    "--adaptive-precombine=false", // precombine in every bundle
+}
 
 // loadBinary is the Beam load test a test name runs.
-func loadBinary(test string) string { return strings.TrimSuffix(test, unlifted) }
+func loadBinary(test string) string {
+	for v := range variants {
+		test = strings.TrimSuffix(test, v)
+	}
+	return test
+}
 
 var runners = []runner{
 	{"weir", func(p int) []string { return []string{"weir", "serve", fmt.Sprintf("--job-port=%d", p)} }},
@@ -129,8 +139,10 @@ func runOnce(ctx context.Context, rn runner, test, opts string) (sample, error) 
 		return sample{}, err
 	}
 	args := rn.server(port)
-	if rn.name == "weir" && strings.HasSuffix(test, unlifted) {
-		args = append(args, "--combine-lifting=false")
+	for v, flag := range variants {
+		if rn.name == "weir" && strings.HasSuffix(test, v) {
+			args = append(args, flag)
+		}
 	}
 	srv := exec.CommandContext(ctx, filepath.Join(*bin, args[0]), args[1:]...)
 	srv.Stdout, srv.Stderr = io.Discard, io.Discard
@@ -219,8 +231,10 @@ func render(names []string, res map[string]map[string][]sample, opts string) str
 	fmt.Fprintf(&b, "Machine: %d cores, %s, %s, host %s. Wall is the client's, submit to exit;\n", runtime.NumCPU(), memTotal(), runtime.Version(), host)
 	fmt.Fprintf(&b, "runner RSS is the job server's peak resident set; the SDK worker runs in the client (LOOPBACK), whose peak is the last column.\n\n")
 	fmt.Fprintf(&b, "Reproduce: `go run ./pipelines/loadbench -records %d -runs %d -out docs/benchmarks.md`.\n\n", *records, *runs)
-	fmt.Fprintf(&b, "`combine_unlifted` is the combine test with weir serving `--combine-lifting=false` (the SDK then runs the\n")
-	fmt.Fprintf(&b, "CombineFn on grouped values instead of precombining before the shuffle); Prism runs it as usual.\n\n")
+	fmt.Fprintf(&b, "`combine` runs lifted with adaptive precombining (weir's default: a stage whose precombine does not reduce\n")
+	fmt.Fprintf(&b, "converts each input to an accumulator on its own). `combine_fixed` is the combine test with weir serving\n")
+	fmt.Fprintf(&b, "`--adaptive-precombine=false` (precombine in every bundle), and `combine_unlifted` with `--combine-lifting=false`\n")
+	fmt.Fprintf(&b, "(the SDK runs the CombineFn on grouped values, no precombine); Prism runs both as usual.\n\n")
 	b.WriteString("| test | weir wall | prism wall | wall ratio | weir runner RSS | prism runner RSS | RSS ratio | client RSS weir / prism |\n")
 	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, t := range names {
