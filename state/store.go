@@ -149,9 +149,11 @@ func Open(opts Options) (*Store, error) {
 		// its windows fire; compacting them before that rewrites data about
 		// to be deleted (a fifth of the runner's CPU on a 1M-key combine).
 		// Let more of them wait in L0, at the price of merging more files
-		// when reading.
-		L0CompactionThreshold: 16,
-		L0StopWritesThreshold: 48,
+		// when reading. Pebble compacts L0 once twice its depth reaches
+		// this threshold, so 32 lets 16 sublevels wait: a 1M-key combine's
+		// eight flushes no longer set off a rewrite of its 106 MB.
+		L0CompactionThreshold: 32,
+		L0StopWritesThreshold: 64,
 	}
 	s.popts.EnsureDefaults()
 	// Most of what the store holds is shuffle data, read once and deleted
