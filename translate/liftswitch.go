@@ -16,7 +16,13 @@ type Precombine struct {
 	Output    string
 }
 
-// precombines lists the precombine steps fused into stage s.
+// precombines lists the precombine steps fused into stage s, or none when
+// one of them may not be converted: the choice between the two compares
+// element counts, which is fair only when each input is in one window.
+// Under sliding windows a converted input is one element that the shuffle
+// then holds once per window, while the precombine's output is already
+// counted per window, so a precombine that looks barely worth it may still
+// save most of the shuffle.
 func (b *builder) precombines(s *Stage) []Precombine {
 	if b.fixedPre {
 		return nil
@@ -28,10 +34,24 @@ func (b *builder) precombines(s *Stage) []Precombine {
 			continue
 		}
 		in, o := t.GetInputs(), t.GetOutputs()
-		out = append(out, Precombine{Transform: tid,
-			Input: in[sortedKeys(in)[0]], Output: o[sortedKeys(o)[0]]})
+		pc := Precombine{Transform: tid, Input: in[sortedKeys(in)[0]], Output: o[sortedKeys(o)[0]]}
+		if !oneWindowEach(b.comps, pc.Input) {
+			return nil
+		}
+		out = append(out, pc)
 	}
 	return out
+}
+
+// oneWindowEach reports whether a PCollection's window function puts each
+// element in one window.
+func oneWindowEach(comps *pipepb.Components, pcoll string) bool {
+	ws := comps.GetWindowingStrategies()[comps.GetPcollections()[pcoll].GetWindowingStrategyId()]
+	switch ws.GetWindowFn().GetUrn() {
+	case URNGlobalWindows, URNFixedWindows, URNSessions:
+		return true
+	}
+	return false
 }
 
 // ConvertDescriptor builds the twin of an SDK stage's descriptor in which

@@ -2,6 +2,11 @@ package translate
 
 import (
 	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
 
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"google.golang.org/protobuf/proto"
@@ -68,5 +73,43 @@ func TestConvertDescriptor(t *testing.T) {
 	// The stage's own descriptor still precombines.
 	if u := own.GetTransforms()[pc.Transform].GetSpec().GetUrn(); u != URNCombinePGBKCV {
 		t.Errorf("own descriptor's precombine became %s", u)
+	}
+}
+
+// TestNoConvertUnderSlidingWindows: a precombine of sliding windows is not
+// offered for conversion, and one of fixed windows is.
+func TestNoConvertUnderSlidingWindows(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fn   *window.Fn
+		want int
+	}{
+		{"fixed", window.NewFixedWindows(time.Minute), 1},
+		{"sliding", window.NewSlidingWindows(time.Minute, 5*time.Minute), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, s := beam.NewPipelineWithRoot()
+			kvs := beam.ParDo(s, func(x int) (string, int) { return "k", x }, beam.Create(s, 1, 2, 3))
+			stats.SumPerKey(s, beam.WindowInto(s, tc.fn, kvs))
+			plan, err := Build(marshal(t, p), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, lifted := 0, 0
+			for _, st := range plan.Stages {
+				n += len(st.Precombines)
+				for _, id := range st.Transforms {
+					if plan.Components.Transforms[id].GetSpec().GetUrn() == URNCombinePGBKCV {
+						lifted++
+					}
+				}
+			}
+			if lifted != 1 {
+				t.Fatalf("%d precombine steps, want the combine lifted", lifted)
+			}
+			if n != tc.want {
+				t.Errorf("%d precombines offered for conversion, want %d", n, tc.want)
+			}
+		})
 	}
 }
