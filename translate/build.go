@@ -21,6 +21,9 @@ type Options struct {
 	// otherwise each stage lists its precombines (Stage.Precombines) and
 	// the runner converts instead where they do not reduce.
 	FixedPrecombine bool
+	// NoUnlift keeps lifted combines lifted: without it, the plan lists
+	// those the runner may run unlifted after all (Plan.Unlifts).
+	NoUnlift bool
 }
 
 // Build validates p and turns it into a plan. Every problem found is
@@ -37,6 +40,8 @@ func Build(p *pipepb.Pipeline, opts Options) (*Plan, error) {
 		truncates: map[string]*Truncate{},
 		noLift:    opts.NoLift,
 		fixedPre:  opts.FixedPrecombine,
+		noUnlift:  opts.NoUnlift || opts.FixedPrecombine,
+		lifted:    map[string]liftedCombine{},
 	}
 	if b.comps.Coders == nil {
 		b.comps.Coders = map[string]*pipepb.Coder{}
@@ -113,6 +118,10 @@ type builder struct {
 	noLift bool
 	// fixedPre leaves Stage.Precombines empty (Options.FixedPrecombine).
 	fixedPre bool
+	// noUnlift leaves Plan.Unlifts empty (Options.NoUnlift).
+	noUnlift bool
+	// lifted holds the unlifted forms of the lifted combines, by composite.
+	lifted map[string]liftedCombine
 	// errs collects what placing transforms finds wrong.
 	errs []error
 	// truncates maps each SDF process transform to its truncation step.

@@ -239,6 +239,12 @@ func (b *builder) finish() (*Plan, error) {
 			s.Sinks[out] = "weir/sink/" + out
 		}
 	}
+	if !b.noUnlift {
+		var err error
+		if plan.Unlifts, err = b.unlifts(plan); err != nil {
+			return nil, err
+		}
+	}
 	return plan, nil
 }
 
@@ -303,7 +309,4 @@ func (b *builder) pcoll(id string, producer StageID) (*PColl, error) {
 }
 
 // ElementCoder returns the length-prefixed element coder of a PCollection.
-func (p *Plan) elementCoder(pcoll string) string {
-	c := p.Components.Coders[p.PColls[pcoll].WireCoder]
-	return c.GetComponentCoderIds()[0]
-}
+func (p *Plan) elementCoder(pcoll string) string { return p.wireElement(p.PColls[pcoll].WireCoder) }

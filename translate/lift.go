@@ -68,5 +68,43 @@ func (b *builder) lift(id string, t *pipepb.PTransform) []string {
 		step("ExtractOutputs", URNCombineExtract, merged, out, payload),
 	}
 	b.comps.Transforms[ids[1]].EnvironmentId = ""
+	if g, c, ok := b.unliftedForm(t, in, out); ok {
+		b.lifted[id] = liftedCombine{in: in, grouped: g, combine: c}
+	}
 	return ids
+}
+
+// liftedCombine is what a lifted combine's composite keeps of its own,
+// unlifted, form: its input, its group-by-key's output and the transform
+// that combines the grouped values.
+type liftedCombine struct {
+	in, grouped, combine string
+}
+
+// unliftedForm finds a combine composite's own unlifted form, when it is
+// the plain one: a group-by-key of the input, then one transform from the
+// groups to the output (the Go SDK's shape).
+func (b *builder) unliftedForm(t *pipepb.PTransform, in, out string) (grouped, combine string, ok bool) {
+	subs := t.GetSubtransforms()
+	if len(subs) != 2 {
+		return "", "", false
+	}
+	for _, g := range subs {
+		gt := b.comps.Transforms[g]
+		if gt.GetSpec().GetUrn() != URNGBK || len(gt.GetInputs()) != 1 || len(gt.GetOutputs()) != 1 ||
+			gt.GetInputs()[sortedKeys(gt.GetInputs())[0]] != in {
+			continue
+		}
+		grouped = gt.GetOutputs()[sortedKeys(gt.GetOutputs())[0]]
+		for _, c := range subs {
+			ct := b.comps.Transforms[c]
+			if c == g || len(ct.GetSubtransforms()) > 0 || len(ct.GetInputs()) != 1 || len(ct.GetOutputs()) != 1 {
+				continue
+			}
+			if ct.GetInputs()[sortedKeys(ct.GetInputs())[0]] == grouped && ct.GetOutputs()[sortedKeys(ct.GetOutputs())[0]] == out {
+				return grouped, c, true
+			}
+		}
+	}
+	return "", "", false
 }

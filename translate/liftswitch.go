@@ -72,6 +72,13 @@ func (p *Plan) ConvertDescriptor(s *Stage, endpoint *pipepb.ApiServiceDescriptor
 		return nil, err
 	}
 	d.Id = string(s.ID) + "/convert"
+	convertPrecombines(d, s)
+	return d, nil
+}
+
+// convertPrecombines makes a descriptor of stage s convert where it
+// precombines.
+func convertPrecombines(d *fnpb.ProcessBundleDescriptor, s *Stage) {
 	for _, pc := range s.Precombines {
 		t := d.Transforms[pc.Transform]
 		c := &pipepb.PTransform{UniqueName: t.GetUniqueName(), Inputs: t.GetInputs(), Outputs: t.GetOutputs(),
@@ -79,5 +86,4 @@ func (p *Plan) ConvertDescriptor(s *Stage, endpoint *pipepb.ApiServiceDescriptor
 			Spec: &pipepb.FunctionSpec{Urn: URNCombineConvert, Payload: t.GetSpec().GetPayload()}}
 		d.Transforms[pc.Transform] = c
 	}
-	return d, nil
 }

@@ -40,6 +40,9 @@ type Plan struct {
 	// Components are the pipeline's, after SDF expansion and with the wire
 	// coders added.
 	Components *pipepb.Components
+	// Unlifts are the lifted combines the runner may run unlifted after
+	// all (unlift.go).
+	Unlifts []*Unlift
 }
 
 // PColl is a PCollection the runner moves between stages.
