@@ -10,7 +10,9 @@ import "time"
 // precombine not worth running (liftSwitch.running), the bundle is
 // checkpointed, and the rest of its restriction runs as a new bundle,
 // which converts. Outputs of either kind are the same accumulators, so
-// cutting the bundle loses and repeats nothing.
+// cutting the bundle loses and repeats nothing. Where the combine may run
+// unlifted (unlift.go), the same report decides that, and every bundle
+// still precombining is checkpointed too, so that little runs twice.
 
 // liftWatch is a running attempt's progress watch.
 type liftWatch struct {
@@ -25,9 +27,17 @@ func (r *sdfRun) watchPrecombining() {
 	if r.s.Spec.Lift == nil {
 		return
 	}
+	us := r.s.Spec.Unlift
+	unlifted := us != nil && us.Producer && us.Switch.Unlifted()
 	now := time.Now()
 	for t := range r.running {
 		w := &t.liftWatch
+		if unlifted && t.use != liftUnlifted && !w.settled {
+			// It will run again, unlifted: the sooner it stops, the less
+			// is done twice.
+			t.liftStop = true
+			continue
+		}
 		if t.use != liftPrecombine || t.inst == "" || w.asking || w.settled || t.liftStop ||
 			now.Sub(t.started) < splitAge || now.Sub(w.last) < splitAge {
 			continue
@@ -52,6 +62,9 @@ func (r *sdfRun) progressAnswered(t *sdfTask, ev sdfEvent) {
 	in, out := r.s.Spec.Lift.counts(ev.progress.GetMonitoringInfos())
 	if r.s.lift.running(in, out) {
 		t.liftStop = true
+		if us := r.s.Spec.Unlift; us != nil && us.Producer {
+			us.Switch.decide(in, out, true)
+		}
 		return
 	}
 	if in >= liftRunningEvidence {

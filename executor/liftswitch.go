@@ -57,10 +57,14 @@ const (
 	liftNone       liftUse = iota // the stage has none, or the bundle is not the stage's own
 	liftPrecombine                // the stage's own descriptor
 	liftConvert                   // LiftSpec.ConvertDescriptor
+	liftUnlifted                  // UnliftSpec.Descriptor
 )
 
 // descriptor picks the descriptor of the stage's next bundle.
 func (s *SDKStage) descriptor() (string, liftUse) {
+	if d, use, ok := s.unliftedDescriptor(); ok {
+		return d, use
+	}
 	if s.Spec.Lift == nil {
 		return s.Spec.DescriptorID, liftNone
 	}
@@ -77,10 +81,17 @@ func (s *SDKStage) liftFinished(infos []*pipepb.MonitoringInfo, use liftUse) []*
 	if ls == nil || use == liftNone {
 		return infos
 	}
-	if use == liftPrecombine {
+	switch use {
+	case liftPrecombine:
 		s.lift.finished(ls.counts(infos))
+	case liftUnlifted:
+		return append(slices.Clip(infos), ls.metrics(MetricUnliftedBundles, 0)...)
 	}
-	return append(slices.Clip(infos), ls.metrics(use == liftConvert, s.lift.takeSwitches())...)
+	name := MetricPrecombinedBundles
+	if use == liftConvert {
+		name = MetricConvertedBundles
+	}
+	return append(slices.Clip(infos), ls.metrics(name, s.lift.takeSwitches())...)
 }
 
 const (
@@ -173,6 +184,7 @@ const (
 	MetricPrecombinedBundles = "precombined_bundles" // bundles that precombined
 	MetricConvertedBundles   = "converted_bundles"   // bundles that converted instead
 	MetricPrecombineSwitches = "precombine_switches" // changes between the two
+	MetricUnliftedBundles    = "unlifted_bundles"    // bundles that ran the combine unlifted (unlift.go)
 )
 
 // counts sums the SDK's element counts of the precombines' inputs and
@@ -201,16 +213,15 @@ func (ls *LiftSpec) counts(infos []*pipepb.MonitoringInfo) (in, out int64) {
 	return in, out
 }
 
-// metrics returns the runner's counters for one bundle.
-func (ls *LiftSpec) metrics(converted bool, switches int64) []*pipepb.MonitoringInfo {
-	name := MetricPrecombinedBundles
-	if converted {
-		name = MetricConvertedBundles
-	}
+// metrics returns the runner's counters for one bundle: counter name, and
+// the switches unless it is unlifted.
+func (ls *LiftSpec) metrics(name string, switches int64) []*pipepb.MonitoringInfo {
 	var out []*pipepb.MonitoringInfo
 	for _, t := range ls.Transforms {
-		out = append(out, metrics.UserCounter(MetricsNamespace, name, t, 1),
-			metrics.UserCounter(MetricsNamespace, MetricPrecombineSwitches, t, switches))
+		out = append(out, metrics.UserCounter(MetricsNamespace, name, t, 1))
+		if name != MetricUnliftedBundles {
+			out = append(out, metrics.UserCounter(MetricsNamespace, MetricPrecombineSwitches, t, switches))
+		}
 	}
 	return out
 }

@@ -78,6 +78,9 @@ type SDKStageSpec struct {
 	// Lift, if set, lets the stage run its precombines as one-by-one
 	// conversions when they do not reduce (liftswitch.go).
 	Lift *LiftSpec
+	// Unlift, if set, is the stage's part in running a lifted combine
+	// unlifted (unlift.go).
+	Unlift *UnliftSpec
 	// SplitBundles bounds the bundles an SDF stage's subtask runs at once,
 	// splitting them from one another (split.go); default GOMAXPROCS, and
 	// 1 runs SDF bundles whole, one at a time.
@@ -544,6 +547,10 @@ func (s *SDKStage) runOn(ctx context.Context, desc string, use liftUse, source s
 			}
 		}
 		if err == nil {
+			if s.Spec.Lift != nil && s.rerun(use, true, res) {
+				desc, _ := s.Spec.Unlift.descriptor()
+				return s.runOn(ctx, desc, liftUnlifted, source, sinks, in, fired)
+			}
 			if err := s.succeeded(ctx, s.worker, res, use); err != nil {
 				return nil, err
 			}

@@ -133,9 +133,14 @@ func (t *sdfTask) applySplit(src string, r *fnpb.ProcessBundleSplitResponse) ([]
 
 // retry makes the task's primary the input of its next attempt.
 func (t *sdfTask) retry() {
+	t.rerun()
+	t.attempt++
+}
+
+// rerun makes the task's primary the input of another run.
+func (t *sdfTask) rerun() {
 	t.in = t.primary()
 	t.end, t.at, t.roots = len(t.in), -1, nil
-	t.attempt++
 	t.inst, t.worker, t.backoff = "", nil, 0
 }
 
@@ -424,8 +429,17 @@ func (r *sdfRun) splitAnswered(t *sdfTask, ev sdfEvent) error {
 	return nil
 }
 
-// finished commits a bundle like flush does a single one.
+// finished commits a bundle like flush does a single one, or runs it
+// again, unlifted, when its combine is to run so (unlift.go).
 func (r *sdfRun) finished(t *sdfTask, res *fnapi.BundleResult) error {
+	if r.s.Spec.Lift != nil && r.s.rerun(t.use, !t.unsure, res) {
+		if t.unsure {
+			return fmt.Errorf("stage %s: bundle %s precombined, and cannot be run again unlifted: a split left its input unknown", r.s.Spec.Name, t.inst)
+		}
+		t.rerun()
+		r.queue = append([]*sdfTask{t}, r.queue...)
+		return nil
+	}
 	if err := r.s.succeeded(r.ctx, t.worker, res, t.use); err != nil {
 		return err
 	}

@@ -1,0 +1,68 @@
+package executor
+
+import (
+	"sync"
+	"testing"
+)
+
+// TestUnliftSwitchDecide: the first bundle to report decides, once, for
+// every subtask; too little input, a bundle that cannot run again, or
+// keys that repeat keep the combine lifted.
+func TestUnliftSwitchDecide(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		in, out  int64
+		canRerun bool
+		unlifted bool
+	}{
+		{"unique keys", 10000, 10000, true, true},
+		{"mostly unique", 10000, 8001, true, true},
+		{"at the line", 10000, 8000, true, false},
+		{"repeating keys", 10000, 100, true, false},
+		{"too little input", liftEvidence - 1, liftEvidence - 1, true, false},
+		{"cannot run again", 10000, 10000, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sw UnliftSwitch
+			if sw.Unlifted() {
+				t.Fatal("undecided switch reports unlifted")
+			}
+			if got := sw.decide(tc.in, tc.out, tc.canRerun); got != tc.unlifted {
+				t.Fatalf("decide(%d, %d, %v) = %v, want %v", tc.in, tc.out, tc.canRerun, got, tc.unlifted)
+			}
+			// Later reports, whatever they say, find it decided.
+			for _, later := range [][2]int64{{10000, 10000}, {10000, 1}, {0, 0}} {
+				if got := sw.decide(later[0], later[1], true); got != tc.unlifted {
+					t.Errorf("decided %v, then decide(%d, %d) = %v", tc.unlifted, later[0], later[1], got)
+				}
+			}
+			if sw.Unlifted() != tc.unlifted {
+				t.Errorf("Unlifted() = %v, want %v", sw.Unlifted(), tc.unlifted)
+			}
+		})
+	}
+}
+
+// TestUnliftSwitchConcurrent: subtasks deciding at once agree.
+func TestUnliftSwitchConcurrent(t *testing.T) {
+	var sw UnliftSwitch
+	var wg sync.WaitGroup
+	got := make([]bool, 16)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out := int64(10000) // half say unique keys, half repeating
+			if i%2 == 1 {
+				out = 10
+			}
+			got[i] = sw.decide(10000, out, true)
+		}()
+	}
+	wg.Wait()
+	for i, g := range got {
+		if g != got[0] || g != sw.Unlifted() {
+			t.Fatalf("subtask %d decided %v, subtask 0 %v, switch %v", i, g, got[0], sw.Unlifted())
+		}
+	}
+}
