@@ -34,6 +34,9 @@ type LocalExecutor struct {
 	// FixedPrecombine keeps lifted combines precombining in every bundle
 	// unless a job's AdaptivePrecombineOption says otherwise.
 	FixedPrecombine bool
+	// NoUnlift keeps lifted combines lifted unless a job's
+	// AdaptiveUnliftOption says otherwise.
+	NoUnlift bool
 	// StateDir holds what jobs keep beyond their end: checkpoints, under
 	// jobs/<job name>/checkpoints unless a job names its own folder, so a
 	// job submitted again under its name resumes from them. Default weir
@@ -46,10 +49,22 @@ func NewLocalExecutor() Executor { return &LocalExecutor{} }
 
 // Execute implements Executor.
 func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
-	opts, err := translateOptions(j, translate.Options{NoLift: e.NoLift, FixedPrecombine: e.FixedPrecombine})
+	stateDir := e.StateDir
+	if stateDir == "" {
+		stateDir = defaultStateDir()
+	}
+	ckCfg, err := checkpointOptions(j, stateDir)
 	if err != nil {
 		return err
 	}
+	opts, err := translateOptions(j, translate.Options{NoLift: e.NoLift, FixedPrecombine: e.FixedPrecombine,
+		NoUnlift: e.NoUnlift})
+	if err != nil {
+		return err
+	}
+	// A checkpoint would have to keep which form each combine's shuffle
+	// holds; jobs that take them keep their combines lifted.
+	opts.NoUnlift = opts.NoUnlift || ckCfg != nil
 	if testHookPipeline != nil { // runner/commit.go
 		testHookPipeline(j.Pipeline)
 	}
@@ -95,14 +110,6 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		return err
 	}
 	g, err := buildGraph(plan, fn, workers, store, j, late, held, p)
-	if err != nil {
-		return err
-	}
-	stateDir := e.StateDir
-	if stateDir == "" {
-		stateDir = defaultStateDir()
-	}
-	ckCfg, err := checkpointOptions(j, stateDir)
 	if err != nil {
 		return err
 	}
@@ -246,6 +253,10 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 			parallelism = 1
 		}
 	}
+	unlift, err := unliftSpecs(plan, fn)
+	if err != nil {
+		return nil, err
+	}
 	var kj *kafkaJob // made for the first Kafka stage
 	metricsFn := func(infos []*pipepb.MonitoringInfo, committed bool) {
 		if committed {
@@ -338,6 +349,7 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 				n.Arrivals = late.Source(s.Transforms[0], s.Name)
 			}
 			spec.Held = held.input(plan, s)
+			spec.Unlift = unlift[s.ID]
 			n.New = func(sub int, out *executor.Output) (executor.Operator, error) {
 				st := executor.NewSDKStage(spec, out)
 				if s.Stateful != nil {

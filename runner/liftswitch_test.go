@@ -2,6 +2,10 @@ package runner
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -49,33 +53,46 @@ func init() {
 
 // TestAdaptivePrecombine runs lifted combines whose keys are unique or
 // repeat, from an SDF source (bundles cut by progress) and from a reshuffle
-// (bundles of at most 4096 elements). Where keys are unique the stage must
-// switch to converting, where they repeat it must keep precombining, and
-// the result must be exact either way.
+// (bundles of at most 4096 elements). Where keys are unique the combine
+// must run unlifted, or, with unlifting off, convert; where they repeat it
+// must keep precombining; and the result must be exact either way.
 func TestAdaptivePrecombine(t *testing.T) {
 	const n = 150000
+	type want int
+	const (
+		precombine want = iota
+		convert
+		unlift
+		fixed // nothing adaptive: no counters
+	)
 	for _, tc := range []struct {
-		name    string
-		build   func(s beam.Scope) beam.PCollection // KV<K, int> values summing to n
-		convert bool
-		fixed   bool // --weir_adaptive_precombine=false
+		name  string
+		build func(s beam.Scope) beam.PCollection // KV<K, int> values summing to n
+		opts  map[string]string
+		want  want
 	}{
 		{"sdf unique keys", func(s beam.Scope) beam.PCollection {
 			return counts(s, synthetic.DefaultSourceConfig().NumElements(n).KeySize(10).ValueSize(10).Build())
-		}, true, false},
+		}, nil, unlift},
+		{"sdf unique keys, unlifting off", func(s beam.Scope) beam.PCollection {
+			return counts(s, synthetic.DefaultSourceConfig().NumElements(n).KeySize(10).ValueSize(10).Build())
+		}, map[string]string{AdaptiveUnliftOption: "false"}, convert},
 		{"sdf hot keys", func(s beam.Scope) beam.PCollection {
 			return counts(s, synthetic.DefaultSourceConfig().NumElements(n).KeySize(10).ValueSize(10).
 				NumHotKeys(10).HotKeyFraction(1).Build())
-		}, false, false},
-		{"reshuffled unique keys", func(s beam.Scope) beam.PCollection { return ones(s, n, 0) }, true, false},
-		{"reshuffled repeating keys", func(s beam.Scope) beam.PCollection { return ones(s, n, 10) }, false, false},
-		{"unique keys with adaptive precombining off", func(s beam.Scope) beam.PCollection { return ones(s, n, 0) }, false, true},
+		}, nil, precombine},
+		{"reshuffled unique keys", func(s beam.Scope) beam.PCollection { return ones(s, n, 0) }, nil, unlift},
+		{"reshuffled unique keys, unlifting off", func(s beam.Scope) beam.PCollection { return ones(s, n, 0) },
+			map[string]string{AdaptiveUnliftOption: "false"}, convert},
+		{"reshuffled repeating keys", func(s beam.Scope) beam.PCollection { return ones(s, n, 10) }, nil, precombine},
+		{"unique keys with adaptive precombining off", func(s beam.Scope) beam.PCollection { return ones(s, n, 0) },
+			map[string]string{AdaptivePrecombineOption: "false"}, fixed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			beam.Init()
-			if tc.fixed {
-				beam.PipelineOptions.Set(AdaptivePrecombineOption, "false")
-				defer beam.PipelineOptions.Set(AdaptivePrecombineOption, "")
+			for k, v := range tc.opts {
+				beam.PipelineOptions.Set(k, v)
+				defer beam.PipelineOptions.Set(k, "")
 			}
 			p, s := beam.NewPipelineWithRoot()
 			passert.Equals(s, stats.Sum(s, beam.DropKey(s, tc.build(s))), n)
@@ -83,32 +100,61 @@ func TestAdaptivePrecombine(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			counter := func(name string) int64 {
-				var v int64
-				for _, c := range res.Metrics().Query(func(r beam.MetricResult) bool {
-					return r.Namespace() == executor.MetricsNamespace && r.Name() == name
-				}).Counters() {
-					v += c.Committed
+			// The check's global sum precombines too: only the counters
+			// of the combine under test count, the first made (its
+			// composite's scope has the lower number).
+			byStep := map[string]map[string]int64{}
+			for _, c := range res.Metrics().Query(func(r beam.MetricResult) bool {
+				return r.Namespace() == executor.MetricsNamespace && strings.HasSuffix(r.Transform(), "/Precombine")
+			}).Counters() {
+				if byStep[c.Transform()] == nil {
+					byStep[c.Transform()] = map[string]int64{}
 				}
-				return v
+				byStep[c.Transform()][c.Name()] += c.Committed
 			}
-			pre, conv, sw := counter(executor.MetricPrecombinedBundles), counter(executor.MetricConvertedBundles),
-				counter(executor.MetricPrecombineSwitches)
-			t.Logf("precombined %d, converted %d, switches %d", pre, conv, sw)
-			if pre == 0 && !tc.fixed {
-				t.Errorf("no bundle precombined: the first must, to measure")
+			if tc.want != fixed && len(byStep) != 2 {
+				t.Fatalf("counters of %d precombines, want 2: %v", len(byStep), byStep)
 			}
-			if tc.fixed && pre+conv+sw != 0 {
-				t.Errorf("adaptive precombining off, yet the runner counted %d/%d/%d", pre, conv, sw)
+			steps := slices.SortedFunc(maps.Keys(byStep), func(a, b string) int { return scopeNum(t, a) - scopeNum(t, b) })
+			m := map[string]int64{}
+			if len(steps) > 0 {
+				m = byStep[steps[0]]
 			}
-			if tc.convert && (conv == 0 || sw == 0) {
-				t.Errorf("unique keys: %d bundles converted after %d switches, want some", conv, sw)
-			}
-			if !tc.convert && (conv != 0 || sw != 0) {
-				t.Errorf("repeating keys: %d bundles converted after %d switches, want none", conv, sw)
+			t.Logf("%s: %v", steps, m)
+			pre, conv := m[executor.MetricPrecombinedBundles], m[executor.MetricConvertedBundles]
+			sw, unl := m[executor.MetricPrecombineSwitches], m[executor.MetricUnliftedBundles]
+			switch tc.want {
+			case fixed:
+				if pre+conv+sw+unl != 0 {
+					t.Errorf("adaptive precombining off, yet the runner counted %d/%d/%d/%d", pre, conv, sw, unl)
+				}
+			case unlift:
+				// The bundles that measured were run again, unlifted: none
+				// of them counts.
+				if unl == 0 || pre+conv+sw != 0 {
+					t.Errorf("unique keys: %d bundles unlifted, %d precombined, %d converted; want only unlifted", unl, pre, conv)
+				}
+			case convert:
+				if pre == 0 || conv == 0 || sw == 0 || unl != 0 {
+					t.Errorf("unique keys, unlifting off: %d precombined, %d converted after %d switches, %d unlifted; want some of the first three only",
+						pre, conv, sw, unl)
+				}
+			case precombine:
+				if pre == 0 || conv+sw+unl != 0 {
+					t.Errorf("repeating keys: %d precombined, %d converted after %d switches, %d unlifted; want only precombined", pre, conv, sw, unl)
+				}
 			}
 		})
 	}
+}
+
+// scopeNum is the number of a Go SDK scope's transform ID, s<n>/...
+func scopeNum(t *testing.T, step string) int {
+	n, err := strconv.Atoi(strings.TrimPrefix(strings.Split(step, "/")[0], "s"))
+	if err != nil {
+		t.Fatalf("step %q: %v", step, err)
+	}
+	return n
 }
 
 // counts counts the synthetic source's values per key.

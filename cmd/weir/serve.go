@@ -31,6 +31,7 @@ func serve(args []string, stdout io.Writer) error {
 	timeout := fs.Duration("shutdown-timeout", 30*time.Second, "how long to wait for running jobs on shutdown")
 	expPort := fs.Int("expansion-port", -1, "port of an expansion service for Beam's kafkaio transforms (0 picks a free port; -1 serves none)")
 	lift := fs.Bool("combine-lifting", true, "run combines lifted (precombine before the shuffle) unless a job's --weir_combine_lifting says otherwise")
+	unlift := fs.Bool("adaptive-unlift", true, "run a lifted combine unlifted where its first bundle finds keys that do not repeat, unless a job's --weir_adaptive_unlift says otherwise")
 	adaptive := fs.Bool("adaptive-precombine", true, "convert inputs to accumulators one by one where a lifted combine's precombine does not reduce them, unless a job's --weir_adaptive_precombine says otherwise")
 	stateDir := fs.String("state-dir", "", "folder for what outlives a job, such as checkpoints under jobs/<job name>/checkpoints, which a job submitted again under its name resumes from (default: weir in the temporary directory)")
 	resume := fs.Bool("resume-jobs", true, "with --state-dir: keep a record of each running job and start again those that were running when the last server on that folder stopped (named jobs with checkpoints whose workers weir starts); they resume from their checkpoints")
@@ -72,7 +73,7 @@ func serve(args []string, stdout io.Writer) error {
 		// servers must not both resume one job.
 		opts.StateDir = *stateDir
 	}
-	s := runner.NewServer(&runner.LocalExecutor{NoLift: !*lift, FixedPrecombine: !*adaptive, StateDir: *stateDir}, opts)
+	s := runner.NewServer(&runner.LocalExecutor{NoLift: !*lift, FixedPrecombine: !*adaptive, NoUnlift: !*unlift, StateDir: *stateDir}, opts)
 
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
