@@ -90,7 +90,7 @@ func (b *builder) validateWindowing(where, pcoll string, grouping bool) []error 
 	}
 	var errs []error
 	if wc := b.comps.Coders[ws.GetWindowCoderId()].GetSpec().GetUrn(); wc != "beam:coder:global_window:v1" && wc != "beam:coder:interval_window:v1" {
-		errs = append(errs, fmt.Errorf("%s: window coder %q is not supported", where, wc))
+		errs = append(errs, fmt.Errorf("%s: window coder %s (%q) is not supported", where, ws.GetWindowCoderId(), wc))
 	}
 	// Stateful ParDos collect state by the allowed lateness too, so it is
 	// checked on every input.

@@ -9,8 +9,9 @@ import (
 )
 
 // TestRefusesBadWindowing checks that a windowing strategy with a negative
-// allowed lateness, or a trigger with a negative delay, fails at submission
-// with an error that names the grouping transform.
+// allowed lateness, a trigger with a negative delay, or a window function
+// or window coder weir does not know, fails at submission with an error
+// that names the grouping transform.
 func TestRefusesBadWindowing(t *testing.T) {
 	build := func(s beam.Scope) {
 		kv := beam.AddFixedKey(s, beam.Create(s, 1, 2, 3))
@@ -28,6 +29,11 @@ func TestRefusesBadWindowing(t *testing.T) {
 		"negative lateness":      {func(ws *pipepb.WindowingStrategy) { ws.AllowedLateness = -5000 }, "allowed lateness -5000 ms is negative"},
 		"negative delay":         {func(ws *pipepb.WindowingStrategy) { ws.Trigger = negDelay }, "delay -1000 ms is negative"},
 		"negative delay, nested": {func(ws *pipepb.WindowingStrategy) { ws.Trigger = lateDelay }, "delay -1000 ms is negative"},
+		"unknown window function": {func(ws *pipepb.WindowingStrategy) {
+			ws.WindowFn = &pipepb.FunctionSpec{Urn: "example:window_fn:calendar_months:v1"}
+		}, "window function example:window_fn:calendar_months:v1 is not supported"},
+		"unknown window coder": {func(ws *pipepb.WindowingStrategy) { ws.WindowCoderId = "calendar_month_coder" },
+			`window coder calendar_month_coder ("") is not supported`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			pp := marshal(t, scoped(build)())
