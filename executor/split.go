@@ -436,6 +436,7 @@ func (r *sdfRun) finished(t *sdfTask, res *fnapi.BundleResult) error {
 		if t.unsure {
 			return fmt.Errorf("stage %s: bundle %s precombined, and cannot be run again unlifted: a split left its input unknown", r.s.Spec.Name, t.inst)
 		}
+		r.s.dropped(res)
 		t.rerun()
 		r.queue = append([]*sdfTask{t}, r.queue...)
 		return nil

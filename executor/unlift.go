@@ -115,6 +115,14 @@ func (s *SDKStage) rerun(use liftUse, canRerun bool, res *fnapi.BundleResult) bo
 	return us.Switch.decide(in, out, canRerun)
 }
 
+// dropped records the metrics of a bundle run again unlifted as attempted
+// only: its outputs are gone, so nothing of it is committed.
+func (s *SDKStage) dropped(res *fnapi.BundleResult) {
+	if s.Spec.Metrics != nil {
+		s.Spec.Metrics(res.Response.GetMonitoringInfos(), false)
+	}
+}
+
 // UnliftCodec returns a codec whose values are measured by raw or lifted
 // as the switch says, for the PCollection that crosses from a producer to
 // its group-by-key: its elements are accumulators until the combine is

@@ -34,10 +34,14 @@ func (fn *rangeFn) ProcessElement(_ []byte, emit func(int)) {
 	}
 }
 
-// oneFn keys i by i%Mod, or by i when Mod is 0, with the value 1.
+// oneFn keys i by i%Mod, or by i when Mod is 0, with the value 1, and
+// counts the elements it sees in onesCounter.
 type oneFn struct{ Mod int }
 
-func (fn *oneFn) ProcessElement(i int) (int, int) {
+var onesCounter = beam.NewCounter("weir.test", "ones")
+
+func (fn *oneFn) ProcessElement(ctx context.Context, i int) (int, int) {
+	onesCounter.Inc(ctx, 1)
 	if fn.Mod > 0 {
 		return i % fn.Mod, 1
 	}
@@ -47,7 +51,7 @@ func (fn *oneFn) ProcessElement(i int) (int, int) {
 func init() {
 	register.Combiner3[int, []byte, int](&keyCountFn{})
 	register.DoFn2x0[[]byte, func(int)](&rangeFn{})
-	register.DoFn1x2[int, int, int](&oneFn{})
+	register.DoFn2x2[context.Context, int, int, int](&oneFn{})
 	register.Emitter1[int]()
 }
 
@@ -123,6 +127,20 @@ func TestAdaptivePrecombine(t *testing.T) {
 			t.Logf("%s: %v", steps, m)
 			pre, conv := m[executor.MetricPrecombinedBundles], m[executor.MetricConvertedBundles]
 			sw, unl := m[executor.MetricPrecombineSwitches], m[executor.MetricUnliftedBundles]
+			// A bundle run again unlifted counts as attempted, not
+			// committed.
+			for _, c := range res.Metrics().Query(func(r beam.MetricResult) bool {
+				return r.Namespace() == "weir.test" && r.Name() == "ones"
+			}).Counters() {
+				t.Logf("ones: committed %d, attempted %d", c.Committed, c.Attempted)
+				if c.Committed != n {
+					t.Errorf("ones committed %d times, want %d", c.Committed, n)
+				}
+				if rerun := c.Attempted > c.Committed; rerun != (tc.want == unlift) {
+					t.Errorf("ones attempted %d times, committed %d: bundles run again %v, want %v",
+						c.Attempted, c.Committed, rerun, tc.want == unlift)
+				}
+			}
 			switch tc.want {
 			case fixed:
 				if pre+conv+sw+unl != 0 {
