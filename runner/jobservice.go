@@ -328,23 +328,16 @@ func (s *Server) GetStateStream(req *jobpb.GetJobStateRequest, stream jobpb.JobS
 	if err != nil {
 		return err
 	}
-	last := jobpb.JobState_UNSPECIFIED
-	for {
-		// Skipping every message: only the state and the wake-up matter here.
-		_, st, changed := j.Updates(math.MaxInt)
-		if st != last {
-			if err := stream.Send(stateEvent(j, st)); err != nil {
-				return fmt.Errorf("weir: GetStateStream %s: %w", j.ID, err)
-			}
-			last = st
-		}
-		if IsTerminal(st) {
+	// Skipping every message: only the state and the wake-up matter here.
+	return follow(stream.Context(), j, math.MaxInt, func(_ []*jobpb.JobMessage, st *jobpb.JobStateEvent) error {
+		if st == nil {
 			return nil
 		}
-		if err := waitChange(stream.Context(), changed); err != nil {
-			return err
+		if err := stream.Send(st); err != nil {
+			return fmt.Errorf("weir: GetStateStream %s: %w", j.ID, err)
 		}
-	}
+		return nil
+	})
 }
 
 // GetMessageStream sends the job's messages (from the first one kept) and its
@@ -357,10 +350,7 @@ func (s *Server) GetMessageStream(req *jobpb.JobMessagesRequest, stream jobpb.Jo
 	if err != nil {
 		return err
 	}
-	skip := 0
-	last := jobpb.JobState_UNSPECIFIED
-	for {
-		msgs, st, changed := j.Updates(skip)
+	return follow(stream.Context(), j, 0, func(msgs []*jobpb.JobMessage, st *jobpb.JobStateEvent) error {
 		for _, m := range msgs {
 			if err := stream.Send(&jobpb.JobMessagesResponse{
 				Response: &jobpb.JobMessagesResponse_MessageResponse{MessageResponse: m},
@@ -368,19 +358,37 @@ func (s *Server) GetMessageStream(req *jobpb.JobMessagesRequest, stream jobpb.Jo
 				return fmt.Errorf("weir: GetMessageStream %s: %w", j.ID, err)
 			}
 		}
-		skip = nextSkip(skip, msgs)
-		if st != last {
-			if err := stream.Send(&jobpb.JobMessagesResponse{
-				Response: &jobpb.JobMessagesResponse_StateResponse{StateResponse: stateEvent(j, st)},
-			}); err != nil {
-				return fmt.Errorf("weir: GetMessageStream %s: %w", j.ID, err)
-			}
-			last = st
+		if st == nil {
+			return nil
 		}
+		if err := stream.Send(&jobpb.JobMessagesResponse{
+			Response: &jobpb.JobMessagesResponse_StateResponse{StateResponse: st},
+		}); err != nil {
+			return fmt.Errorf("weir: GetMessageStream %s: %w", j.ID, err)
+		}
+		return nil
+	})
+}
+
+// follow hands send each snapshot of j's updates, from message skip on: the
+// messages new since the last, and the state when it changed (else nil).
+// It returns after the terminal state is sent, or when ctx ends.
+func follow(ctx context.Context, j *Job, skip int, send func([]*jobpb.JobMessage, *jobpb.JobStateEvent) error) error {
+	last := jobpb.JobState_UNSPECIFIED
+	for {
+		msgs, st, changed := j.Updates(skip)
+		var ev *jobpb.JobStateEvent
+		if st != last {
+			ev, last = stateEvent(j, st), st
+		}
+		if err := send(msgs, ev); err != nil {
+			return err
+		}
+		skip = nextSkip(skip, msgs)
 		if IsTerminal(st) {
 			return nil
 		}
-		if err := waitChange(stream.Context(), changed); err != nil {
+		if err := waitChange(ctx, changed); err != nil {
 			return err
 		}
 	}
