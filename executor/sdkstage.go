@@ -205,7 +205,7 @@ func (s *SDKStage) Process(ctx context.Context, port int, elems [][]byte) error 
 
 // bundleDue returns when the open bundle must close by MaxBundleTime.
 func (s *SDKStage) bundleDue() (time.Time, bool) {
-	if s.openedAt.IsZero() || len(s.pending) == 0 {
+	if s.openedAt.IsZero() || len(s.pending) == 0 || s.Spec.Unlift.awaits() {
 		return time.Time{}, false
 	}
 	d := s.Spec.MaxBundleTime

@@ -72,6 +72,15 @@ type UnliftSpec struct {
 	ConvertDescriptor string
 }
 
+// awaits reports whether the stage is a producer whose combine is not yet
+// decided. Its open bundle then waits to fill instead of closing on
+// MaxBundleTime: the first bundle decides, and one cut short by a slow
+// source would have too few inputs to tell. Its input is bounded, so it
+// fills or ends.
+func (us *UnliftSpec) awaits() bool {
+	return us != nil && us.Producer && us.Switch.mode.Load() == unliftUndecided
+}
+
 // descriptor reports the unlifted descriptor when the stage's bundles are
 // to run unlifted.
 func (us *UnliftSpec) descriptor() (string, bool) {

@@ -3,6 +3,7 @@ package executor
 import (
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestUnliftSwitchDecide: the first bundle to report decides, once, for
@@ -64,5 +65,28 @@ func TestUnliftSwitchConcurrent(t *testing.T) {
 		if g != got[0] || g != sw.Unlifted() {
 			t.Fatalf("subtask %d decided %v, subtask 0 %v, switch %v", i, g, got[0], sw.Unlifted())
 		}
+	}
+}
+
+// TestUndecidedProducerBundleWaits: a producer's open bundle does not close
+// on MaxBundleTime while its combine is undecided, so that a slow source's
+// first bundle is not cut too short to decide; the consumer's does.
+func TestUndecidedProducerBundleWaits(t *testing.T) {
+	sw := &UnliftSwitch{}
+	open := func(us *UnliftSpec) *SDKStage {
+		s := NewSDKStage(&SDKStageSpec{Name: "stage", Unlift: us, MaxBundleTime: time.Millisecond}, nil)
+		s.pending, s.openedAt = [][]byte{{1}}, time.Now().Add(-time.Hour)
+		return s
+	}
+	prod, cons := open(&UnliftSpec{Switch: sw, Producer: true}), open(&UnliftSpec{Switch: sw})
+	if _, due := prod.bundleDue(); due {
+		t.Error("undecided producer's bundle is due")
+	}
+	if _, due := cons.bundleDue(); !due {
+		t.Error("consumer's bundle is not due")
+	}
+	sw.decide(10, 10, true) // too little input: lifted
+	if _, due := prod.bundleDue(); !due {
+		t.Error("decided producer's bundle is not due")
 	}
 }
