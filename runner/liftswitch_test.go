@@ -89,12 +89,18 @@ func TestAdaptivePrecombine(t *testing.T) {
 		{"reshuffled unique keys, unlifting off", func(s beam.Scope) beam.PCollection { return ones(s, n, 0) },
 			map[string]string{AdaptiveUnliftOption: "false"}, convert},
 		{"reshuffled repeating keys", func(s beam.Scope) beam.PCollection { return ones(s, n, 10) }, nil, precombine},
+		// A job that checkpoints keeps its combines lifted; it converts.
+		{"reshuffled unique keys, checkpointing", func(s beam.Scope) beam.PCollection { return ones(s, n, 0) },
+			map[string]string{CheckpointIntervalOption: "1h", CheckpointDirOption: "{tmp}"}, convert},
 		{"unique keys with adaptive precombining off", func(s beam.Scope) beam.PCollection { return ones(s, n, 0) },
 			map[string]string{AdaptivePrecombineOption: "false"}, fixed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			beam.Init()
 			for k, v := range tc.opts {
+				if v == "{tmp}" {
+					v = t.TempDir()
+				}
 				beam.PipelineOptions.Set(k, v)
 				defer beam.PipelineOptions.Set(k, "")
 			}

@@ -24,8 +24,6 @@ var _ = flag.Bool(CombineLiftingOption, true, "weir: run combines lifted (precom
 // still so (executor/liftswitch.go).
 const AdaptivePrecombineOption = "weir_adaptive_precombine"
 
-var _ = flag.Bool(AdaptiveUnliftOption, true, "weir: run a lifted combine unlifted when its first bundle finds keys that do not repeat; false keeps it lifted")
-
 var _ = flag.Bool(AdaptivePrecombineOption, true, "weir: convert inputs to accumulators one by one where a combine's precombine does not reduce them; false always precombines")
 
 // translateOptions reads the job's pipeline options that shape its plan,

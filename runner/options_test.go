@@ -12,14 +12,17 @@ import (
 
 func TestTranslateOptionsLifting(t *testing.T) {
 	for _, tc := range []struct {
-		opts   map[string]any
-		noLift bool
-		err    string
+		opts     map[string]any
+		noLift   bool
+		err      string
+		noUnlift bool
 	}{
-		{nil, false, ""},
-		{map[string]any{"beam:option:weir_combine_lifting:v1": "false"}, true, ""},
-		{map[string]any{"beam:option:go_options:v1": map[string]any{"options": map[string]any{"weir_combine_lifting": "true"}}}, false, ""},
-		{map[string]any{"weir_combine_lifting": "sometimes"}, false, `weir_combine_lifting="sometimes"`},
+		{nil, false, "", false},
+		{map[string]any{"beam:option:weir_combine_lifting:v1": "false"}, true, "", false},
+		{map[string]any{"beam:option:go_options:v1": map[string]any{"options": map[string]any{"weir_combine_lifting": "true"}}}, false, "", false},
+		{map[string]any{"weir_combine_lifting": "sometimes"}, false, `weir_combine_lifting="sometimes"`, false},
+		{map[string]any{"beam:option:weir_adaptive_unlift:v1": "false"}, false, "", true},
+		{map[string]any{"weir_adaptive_unlift": "maybe"}, false, `weir_adaptive_unlift="maybe"`, false},
 	} {
 		st, err := structpb.NewStruct(tc.opts)
 		if err != nil {
@@ -32,8 +35,8 @@ func TestTranslateOptionsLifting(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || o.NoLift != tc.noLift {
-			t.Errorf("%v: NoLift %v err %v, want %v", tc.opts, o.NoLift, err, tc.noLift)
+		if err != nil || o.NoLift != tc.noLift || o.NoUnlift != tc.noUnlift {
+			t.Errorf("%v: NoLift %v NoUnlift %v err %v, want %v and %v", tc.opts, o.NoLift, o.NoUnlift, err, tc.noLift, tc.noUnlift)
 		}
 	}
 }

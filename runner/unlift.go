@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"flag"
 	"fmt"
 	"strconv"
 
@@ -13,6 +14,8 @@ import (
 // where their first bundle finds keys that do not repeat; they still
 // convert instead of precombining (AdaptivePrecombineOption).
 const AdaptiveUnliftOption = "weir_adaptive_unlift"
+
+var _ = flag.Bool(AdaptiveUnliftOption, true, "weir: run a lifted combine unlifted when its first bundle finds keys that do not repeat; false keeps it lifted")
 
 // unliftSpecs registers the unlifted descriptors of the plan's combines
 // that may run unlifted (translate.Unlift) and returns each stage's part,
