@@ -234,9 +234,9 @@ func render(names []string, res map[string]map[string][]sample, opts string) str
 	fmt.Fprintf(&b, "Reproduce: `go run ./pipelines/loadbench -records %d -runs %d -out docs/benchmarks.md`.\n\n", *records, *runs)
 	fmt.Fprintf(&b, "`combine` runs as weir does by default: lifted, until its first bundle finds that keys do not repeat, and then\n")
 	fmt.Fprintf(&b, "unlifted. `combine_lifted` is the combine test with weir serving `--adaptive-unlift=false` (it stays lifted and converts\n")
-	fmt.Fprintf(&b, "each input to an accumulator on its own where the precombine does not reduce), `combine_fixed` with\n")
-	fmt.Fprintf(&b, "`--adaptive-precombine=false` (precombine in every bundle), and `combine_unlifted` with `--combine-lifting=false`\n")
-	fmt.Fprintf(&b, "(the SDK runs the CombineFn on grouped values, no precombine); Prism runs them all as usual.\n\n")
+	fmt.Fprintf(&b, "each input to an accumulator on its own where the precombine does not reduce), and `combine_unlifted` with\n")
+	fmt.Fprintf(&b, "`--combine-lifting=false` (the SDK runs the CombineFn on grouped values, no precombine); Prism runs them all as usual.\n")
+	fmt.Fprintf(&b, "`-tests` also takes `combine_fixed` (`--adaptive-precombine=false`: precombine in every bundle).\n\n")
 	b.WriteString("| test | weir wall | prism wall | wall ratio | weir runner RSS | prism runner RSS | RSS ratio | client RSS weir / prism |\n")
 	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, t := range names {
