@@ -41,27 +41,40 @@ func (p *Plan) Descriptor(s *Stage, endpoint *pipepb.ApiServiceDescriptor) (*fnp
 			lpColl(pc)
 		}
 	}
-	port := func(coder string) ([]byte, error) {
-		return proto.Marshal(&fnpb.RemoteGrpcPort{ApiServiceDescriptor: endpoint, CoderId: coder})
-	}
 	main := s.MainInput()
-	src := p.PColls[main].WireCoder
-	if c := p.PColls[main].SourceCoder; c != "" {
-		src = c
+	var err error
+	if d.Transforms[s.Source], err = dataPort(URNDataSource, s.Source, main, p.PColls[main].sourceCoder(), endpoint); err != nil {
+		return nil, err
 	}
-	pl, err := port(src)
+	for out, sink := range s.Sinks {
+		if d.Transforms[sink], err = dataPort(URNDataSink, sink, out, p.PColls[out].WireCoder, endpoint); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// dataPort returns a descriptor's data source (urn URNDataSource) or sink
+// (URNDataSink) transform id, which moves pcoll between the runner at
+// endpoint and the SDK in wire coder coder.
+func dataPort(urn, id, pcoll, coder string, endpoint *pipepb.ApiServiceDescriptor) (*pipepb.PTransform, error) {
+	pl, err := proto.Marshal(&fnpb.RemoteGrpcPort{ApiServiceDescriptor: endpoint, CoderId: coder})
 	if err != nil {
 		return nil, err
 	}
-	d.Transforms[s.Source] = &pipepb.PTransform{UniqueName: s.Source,
-		Spec: &pipepb.FunctionSpec{Urn: URNDataSource, Payload: pl}, Outputs: map[string]string{"out": main}}
-	for out, sink := range s.Sinks {
-		pl, err := port(p.PColls[out].WireCoder)
-		if err != nil {
-			return nil, err
-		}
-		d.Transforms[sink] = &pipepb.PTransform{UniqueName: sink,
-			Spec: &pipepb.FunctionSpec{Urn: URNDataSink, Payload: pl}, Inputs: map[string]string{"in": out}}
+	t := &pipepb.PTransform{UniqueName: id, Spec: &pipepb.FunctionSpec{Urn: urn, Payload: pl}}
+	if urn == URNDataSource {
+		t.Outputs = map[string]string{"out": pcoll}
+	} else {
+		t.Inputs = map[string]string{"in": pcoll}
 	}
-	return d, nil
+	return t, nil
+}
+
+// sourceCoder is the wire coder SDK data sources read pc in.
+func (pc *PColl) sourceCoder() string {
+	if pc.SourceCoder != "" {
+		return pc.SourceCoder
+	}
+	return pc.WireCoder
 }

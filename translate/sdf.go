@@ -109,14 +109,13 @@ func (p *Plan) TruncateDescriptor(s *Stage, endpoint *pipepb.ApiServiceDescripto
 		pc.CoderId = elem
 		d.Pcollections[id] = pc
 	}
-	port, err := proto.Marshal(&fnpb.RemoteGrpcPort{ApiServiceDescriptor: endpoint, CoderId: in.WireCoder})
-	if err != nil {
+	var err error
+	if d.Transforms[TruncateSource], err = dataPort(URNDataSource, TruncateSource, tr.Input, in.WireCoder, endpoint); err != nil {
 		return nil, err
 	}
-	d.Transforms[TruncateSource] = &pipepb.PTransform{UniqueName: TruncateSource,
-		Spec: &pipepb.FunctionSpec{Urn: URNDataSource, Payload: port}, Outputs: map[string]string{"out": tr.Input}}
-	d.Transforms[TruncateSink] = &pipepb.PTransform{UniqueName: TruncateSink,
-		Spec: &pipepb.FunctionSpec{Urn: URNDataSink, Payload: port}, Inputs: map[string]string{"in": tr.Output}}
+	if d.Transforms[TruncateSink], err = dataPort(URNDataSink, TruncateSink, tr.Output, in.WireCoder, endpoint); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 

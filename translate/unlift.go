@@ -119,13 +119,10 @@ func (p *Plan) ProducerDescriptor(u *Unlift, s *Stage, endpoint *pipepb.ApiServi
 	delete(d.Transforms, u.Precombine.Transform)
 	delete(d.Pcollections, u.Precombine.Output)
 	d.Pcollections[u.Raw.ID].CoderId = p.wireElement(u.Raw.WireCoder)
-	pl, err := proto.Marshal(&fnpb.RemoteGrpcPort{ApiServiceDescriptor: endpoint, CoderId: u.Raw.WireCoder})
-	if err != nil {
+	sink := s.Sinks[u.Precombine.Output]
+	if d.Transforms[sink], err = dataPort(URNDataSink, sink, u.Raw.ID, u.Raw.WireCoder, endpoint); err != nil {
 		return nil, err
 	}
-	sink := s.Sinks[u.Precombine.Output]
-	d.Transforms[sink] = &pipepb.PTransform{UniqueName: sink,
-		Spec: &pipepb.FunctionSpec{Urn: URNDataSink, Payload: pl}, Inputs: map[string]string{"in": u.Raw.ID}}
 	return d, nil
 }
 
@@ -153,16 +150,9 @@ func (p *Plan) ConsumerDescriptor(u *Unlift, s *Stage, endpoint *pipepb.ApiServi
 	grouped := proto.Clone(p.Components.Pcollections[u.Grouped.ID]).(*pipepb.PCollection)
 	grouped.CoderId = p.wireElement(u.Grouped.WireCoder)
 	d.Pcollections[u.Grouped.ID] = grouped
-	src := u.Grouped.WireCoder
-	if u.Grouped.SourceCoder != "" {
-		src = u.Grouped.SourceCoder
-	}
-	pl, err := proto.Marshal(&fnpb.RemoteGrpcPort{ApiServiceDescriptor: endpoint, CoderId: src})
-	if err != nil {
+	if d.Transforms[s.Source], err = dataPort(URNDataSource, s.Source, u.Grouped.ID, u.Grouped.sourceCoder(), endpoint); err != nil {
 		return nil, err
 	}
-	d.Transforms[s.Source] = &pipepb.PTransform{UniqueName: s.Source,
-		Spec: &pipepb.FunctionSpec{Urn: URNDataSource, Payload: pl}, Outputs: map[string]string{"out": u.Grouped.ID}}
 	return d, nil
 }
 
