@@ -117,6 +117,10 @@ func (s *SDKStage) rerun(use liftUse, canRerun bool, res *fnapi.BundleResult) bo
 	if us == nil || !us.Producer || (use != liftPrecombine && use != liftConvert) {
 		return false
 	}
+	if m := us.Switch.mode.Load(); m != unliftUndecided {
+		// Decided: no counts to read, no lock to take, bundle after bundle.
+		return m == unliftUnlifted
+	}
 	var in, out int64
 	if use == liftPrecombine { // converting bundles say nothing of repeats
 		in, out = s.Spec.Lift.counts(res.Response.GetMonitoringInfos())
