@@ -547,7 +547,7 @@ func (s *SDKStage) runOn(ctx context.Context, desc string, use liftUse, source s
 			}
 		}
 		if err == nil {
-			if s.Spec.Lift != nil && s.rerun(use, true, res) {
+			if s.rerun(use, true, res) {
 				s.dropped(res)
 				desc, _ := s.Spec.Unlift.descriptor()
 				return s.runOn(ctx, desc, liftUnlifted, source, sinks, in, fired)

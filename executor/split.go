@@ -432,7 +432,7 @@ func (r *sdfRun) splitAnswered(t *sdfTask, ev sdfEvent) error {
 // finished commits a bundle like flush does a single one, or runs it
 // again, unlifted, when its combine is to run so (unlift.go).
 func (r *sdfRun) finished(t *sdfTask, res *fnapi.BundleResult) error {
-	if r.s.Spec.Lift != nil && r.s.rerun(t.use, !t.unsure, res) {
+	if r.s.rerun(t.use, !t.unsure, res) {
 		if t.unsure {
 			return fmt.Errorf("stage %s: bundle %s precombined, and cannot be run again unlifted: a split left its input unknown", r.s.Spec.Name, t.inst)
 		}

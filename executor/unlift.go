@@ -114,7 +114,7 @@ func (s *SDKStage) unliftedDescriptor() (string, liftUse, bool) {
 // dropped and run again unlifted, deciding the combine if it is not.
 func (s *SDKStage) rerun(use liftUse, canRerun bool, res *fnapi.BundleResult) bool {
 	us := s.Spec.Unlift
-	if us == nil || !us.Producer || (use != liftPrecombine && use != liftConvert) {
+	if us == nil || !us.Producer || s.Spec.Lift == nil || (use != liftPrecombine && use != liftConvert) {
 		return false
 	}
 	if m := us.Switch.mode.Load(); m != unliftUndecided {
