@@ -1,7 +1,6 @@
 package fnapi
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -74,16 +73,21 @@ func (e *BundleError) Error() string {
 	return fmt.Sprintf("bundle %s failed in the SDK: %s", e.Instruction, e.Message)
 }
 
-// maxFrame bounds the bytes of input sent in one data frame.
-const maxFrame = 1 << 20
+// maxFrame bounds the bytes of input sent in one data frame: about the
+// Go SDK's own data chunks (4 MB), and with room under gRPC's default
+// 4 MiB message limit for an SDK that keeps it. Large frames let a worker
+// queue more of a bundle's input (the Go SDK's data channel holds a fixed
+// number of frames), which also spaces out a Go worker's garbage
+// collections. An element larger than this goes in a frame of its own.
+const maxFrame = 4<<20 - 64<<10
 
 type bundle struct {
 	id    string
 	state StateHandler
 
 	mu      sync.Mutex
-	outputs map[string]*bytes.Buffer
-	timers  map[TimerFamily]*bytes.Buffer
+	outputs map[string]*frames
+	timers  map[TimerFamily]*frames
 	waiting int // sinks and timer families whose last frame has not arrived
 	err     error
 	closed  bool
@@ -98,7 +102,7 @@ func (b *bundle) receive(d *fnpb.Elements_Data) {
 		b.failLocked(fmt.Errorf("fnapi: bundle %s: data for unknown output %q", b.id, d.GetTransformId()))
 		return
 	}
-	buf.Write(d.GetData())
+	buf.add(d.GetData())
 	if d.GetIsLast() {
 		b.lastLocked()
 	}
@@ -122,7 +126,7 @@ func (b *bundle) receiveTimers(t *fnpb.Elements_Timers) {
 		b.failLocked(fmt.Errorf("fnapi: bundle %s: timers for unknown family %q of transform %s", b.id, f.FamilyID, f.TransformID))
 		return
 	}
-	buf.Write(t.GetTimers())
+	buf.add(t.GetTimers())
 	if t.GetIsLast() {
 		b.lastLocked()
 	}
@@ -152,14 +156,14 @@ func (b *bundle) closeLocked() {
 // not modified, so a caller may retry it after ErrWorkerLost.
 func (w *Worker) Process(ctx context.Context, req BundleRequest) (*BundleResult, error) {
 	id := w.newInstructionID()
-	b := &bundle{id: id, state: req.State, outputs: map[string]*bytes.Buffer{},
-		timers:  map[TimerFamily]*bytes.Buffer{},
+	b := &bundle{id: id, state: req.State, outputs: map[string]*frames{},
+		timers:  map[TimerFamily]*frames{},
 		waiting: len(req.Outputs) + len(req.Timers), done: make(chan struct{})}
 	for _, o := range req.Outputs {
-		b.outputs[o] = &bytes.Buffer{}
+		b.outputs[o] = &frames{}
 	}
 	for _, t := range req.Timers {
-		b.timers[t.TimerFamily] = &bytes.Buffer{}
+		b.timers[t.TimerFamily] = &frames{}
 	}
 	if b.waiting == 0 {
 		b.closeLocked()
@@ -230,12 +234,12 @@ func (w *Worker) Process(ctx context.Context, req BundleRequest) (*BundleResult,
 	}
 	res := &BundleResult{Instruction: id, Outputs: make(map[string][]byte, len(b.outputs)), Response: resp.GetProcessBundle()}
 	for k, v := range b.outputs {
-		res.Outputs[k] = v.Bytes()
+		res.Outputs[k] = v.join()
 	}
 	if len(b.timers) > 0 {
 		res.Timers = make(map[TimerFamily][]byte, len(b.timers))
 		for k, v := range b.timers {
-			res.Timers[k] = v.Bytes()
+			res.Timers[k] = v.join()
 		}
 	}
 	return res, nil
@@ -245,14 +249,18 @@ func (w *Worker) Process(ctx context.Context, req BundleRequest) (*BundleResult,
 // frame of each marked is_last.
 func (w *Worker) sendInputs(id string, inputs []Input) error {
 	for _, in := range inputs {
+		els := in.Elements
 		var buf []byte
-		for _, e := range in.Elements {
+		for i, e := range els {
 			if len(buf) > 0 && len(buf)+len(e) > maxFrame {
 				if err := w.sendData(&fnpb.Elements{Data: []*fnpb.Elements_Data{{
 					InstructionId: id, TransformId: in.TransformID, Data: buf}}}); err != nil {
 					return err
 				}
 				buf = nil
+			}
+			if buf == nil {
+				buf = make([]byte, 0, frameSize(els[i:]))
 			}
 			buf = append(buf, e...)
 		}
@@ -317,7 +325,7 @@ func (w *Worker) Buffered(instruction string) int {
 	defer b.mu.Unlock()
 	n := 0
 	for _, o := range b.outputs {
-		n += o.Len()
+		n += o.n
 	}
 	return n
 }

@@ -37,10 +37,11 @@ func ctx(t *testing.T) context.Context {
 
 // TestProcessBatchesAndReturnsOutputs sends more than one data frame of
 // input and several bundles at once, and checks every bundle gets exactly
-// its own data back.
+// its own data back, its output arriving in as many frames.
 func TestProcessBatchesAndReturnsOutputs(t *testing.T) {
-	_, w := startFake(t, &fnapitest.Worker{Echo: map[string]string{"src": "sink"}})
-	const bundles, elems = 4, 3000 // 3000 × 1 KiB spans several 1 MiB frames
+	fake := &fnapitest.Worker{Echo: map[string]string{"src": "sink"}}
+	_, w := startFake(t, fake)
+	const bundles, elems = 4, 10000 // 10000 × 1 KiB spans three frames of up to 4 MiB
 	var wg sync.WaitGroup
 	errs := make(chan error, bundles)
 	for b := range bundles {
@@ -68,6 +69,9 @@ func TestProcessBatchesAndReturnsOutputs(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+	if n := fake.LargestFrame(); n > 4<<20 || n < 1<<20 {
+		t.Errorf("largest input frame %d bytes, want frames filled up to 4 MiB", n)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
@@ -46,6 +47,8 @@ type Worker struct {
 	// CrashAfterSplit makes the worker drop its connections a few positions
 	// after its first accepted split.
 	CrashAfterSplit bool
+
+	largest atomic.Int64 // bytes of the largest data frame received
 
 	conn   *grpc.ClientConn
 	cancel context.CancelFunc
@@ -97,6 +100,10 @@ func (w *Worker) Stop() {
 	}
 }
 
+// LargestFrame returns the bytes of the largest data frame the worker has
+// received.
+func (w *Worker) LargestFrame() int { return int(w.largest.Load()) }
+
 // Restriction encodes the restriction [start, end) as an input element of a
 // Restrictions worker.
 func Restriction(start, end uint32) []byte {
@@ -113,6 +120,7 @@ func appendPosition(dst []byte, p uint32) []byte {
 
 type bundleIn struct {
 	data map[string][]byte
+	ends map[string][]int // where each data frame of a source ended
 	last map[string]bool
 	done chan struct{}
 
@@ -141,7 +149,7 @@ func (s *server) get(id string) *bundleIn {
 	defer s.mu.Unlock()
 	b, ok := s.bundles[id]
 	if !ok {
-		b = &bundleIn{data: map[string][]byte{}, last: map[string]bool{}, done: make(chan struct{})}
+		b = &bundleIn{data: map[string][]byte{}, ends: map[string][]int{}, last: map[string]bool{}, done: make(chan struct{})}
 		s.bundles[id] = b
 	}
 	return b
@@ -214,6 +222,10 @@ func (s *server) receiveData() {
 			b := s.get(d.GetInstructionId())
 			b.mu.Lock()
 			b.data[d.GetTransformId()] = append(b.data[d.GetTransformId()], d.GetData()...)
+			b.ends[d.GetTransformId()] = append(b.ends[d.GetTransformId()], len(b.data[d.GetTransformId()]))
+			if n := int64(len(d.GetData())); n > s.w.largest.Load() {
+				s.w.largest.Store(n)
+			}
 			if d.GetIsLast() {
 				b.last[d.GetTransformId()] = true
 				if len(b.last) == len(s.w.Echo) {
@@ -255,7 +267,20 @@ func (s *server) process(id string) {
 				return
 			}
 		}
-		out.Data = append(out.Data, &fnpb.Elements_Data{InstructionId: id, TransformId: sink, Data: in, IsLast: true})
+		if s.w.Restrictions {
+			out.Data = append(out.Data, &fnpb.Elements_Data{InstructionId: id, TransformId: sink, Data: in, IsLast: true})
+			continue
+		}
+		// Echo the input in the frames it came in.
+		b.mu.Lock()
+		ends := b.ends[src]
+		b.mu.Unlock()
+		from := 0
+		for i, end := range ends {
+			out.Data = append(out.Data, &fnpb.Elements_Data{InstructionId: id, TransformId: sink,
+				Data: in[from:end], IsLast: i == len(ends)-1})
+			from = end
+		}
 	}
 	_ = s.send(resp, out)
 }
