@@ -51,7 +51,7 @@ type SDKStageSpec struct {
 	Warn         func(msg string)
 	RunawayAfter time.Duration
 	// MaxBundleOutput bounds the output bytes an SDF bundle buffers before
-	// it is checkpointed; default 32 MiB.
+	// it is checkpointed; default 16 MiB (maxBundleOutput).
 	MaxBundleOutput int
 	// MainCodec splits main-input elements (truncated restrictions).
 	MainCodec *wire.Codec
@@ -64,10 +64,12 @@ type SDKStageSpec struct {
 	// state-backed iterables (heldinput.go).
 	Held *HeldInput
 
-	Workers  Workers
-	Metrics  func(infos []*pipepb.MonitoringInfo, committed bool)
-	MaxElems int // per bundle; default 4096
-	MaxBytes int // per bundle; default 4 MiB
+	Workers Workers
+	Metrics func(infos []*pipepb.MonitoringInfo, committed bool)
+	// MaxElems and MaxBytes bound a bundle's input; defaults 65,536
+	// elements and 16 MiB (maxBundleElems, maxBundleBytes).
+	MaxElems int
+	MaxBytes int
 	// MaxBundleTime closes a bundle this long after its first element
 	// arrived, if nothing else closed it (size, watermark, barrier):
 	// otherwise elements trickling in while the watermark stands still
@@ -265,13 +267,29 @@ func (s *SDKStage) release() error {
 func (s *SDKStage) full() bool {
 	maxE, maxB := s.Spec.MaxElems, s.Spec.MaxBytes
 	if maxE <= 0 {
-		maxE = 4096
+		maxE = maxBundleElems
 	}
 	if maxB <= 0 {
-		maxB = 4 << 20
+		maxB = maxBundleBytes
 	}
 	return len(s.pending) >= maxE || s.bytes >= maxB
 }
+
+// Default bounds of a bundle's input. Bundles close early when the
+// watermark moves, at a barrier, or MaxBundleTime after they open, so these
+// bind only where input arrives faster than that: a group-by-key firing
+// its groups at the end of a bounded input, a backfill. There, each bundle
+// costs the SDK a request, a descriptor lookup and a metrics report, and
+// how much input waits in a worker sets how often a Go worker collects
+// garbage: a Go SDK worker fed 4 MiB bundles of grouped values ran a
+// collection every 12 ms, about a tenth of its CPU, against a third as
+// many with 16 MiB (docs/benchmarks.md). The price is memory (a bundle's
+// input and output wait in the runner until it commits) and a longer wait
+// for a bundle of a slow DoFn at an aligned barrier.
+const (
+	maxBundleElems = 1 << 16
+	maxBundleBytes = 16 << 20
+)
 
 // Watermark implements Operator. A side input's watermark completes its
 // windows and releases the main-input elements waiting for them; the main

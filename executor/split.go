@@ -342,8 +342,12 @@ func (r *sdfRun) reportRunaways() {
 
 // maxBundleOutput bounds the output an SDF bundle holds before it is
 // checkpointed: a bundle's output waits in memory until it finishes, so an
-// unsplit source would hold all it reads.
-const maxBundleOutput = 32 << 20
+// unsplit source would hold all it reads. Each of a source's concurrent
+// bundles holds this much, a little more by the time its checkpoint
+// lands, and its elements are then held until downstream has taken them:
+// 32 MiB peaked at 420 MB in the job server of a 1M-record group-by-key,
+// 16 MiB at 290 MB, with no change in wall time.
+const maxBundleOutput = 16 << 20
 
 // checkpointLarge asks a bundle that has buffered more than maxBundleOutput
 // to stop at its next claim; the rest runs as a bundle of its own. It

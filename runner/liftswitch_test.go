@@ -57,7 +57,7 @@ func init() {
 
 // TestAdaptivePrecombine runs lifted combines whose keys are unique or
 // repeat, from an SDF source (bundles cut by progress) and from a reshuffle
-// (bundles of at most 4096 elements). Where keys are unique the combine
+// (bundles cut by size). Where keys are unique the combine
 // must run unlifted, or, with unlifting off, convert; where they repeat it
 // must keep precombining; and the result must be exact either way.
 func TestAdaptivePrecombine(t *testing.T) {
