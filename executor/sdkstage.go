@@ -198,9 +198,13 @@ func (s *SDKStage) Process(ctx context.Context, port int, elems [][]byte) error 
 		}
 		s.pending = append(s.pending, e)
 		s.bytes += len(e)
-	}
-	if s.full() {
-		return s.flush(ctx)
+		// Checked per element, not per batch, so MaxElems and MaxBytes
+		// bound a bundle even where a batch brings more.
+		if s.full() {
+			if err := s.flush(ctx); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

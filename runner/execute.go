@@ -240,6 +240,10 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 	if err != nil {
 		return nil, err
 	}
+	limits, err := bundleOptions(j)
+	if err != nil {
+		return nil, err
+	}
 	g := &executor.Graph{SpreadWarning: spread,
 		Warn: func(msg string) { j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "%s", msg) }}
 	nodeOf := map[translate.StageID]int{}
@@ -350,6 +354,7 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 			}
 			spec.Held = held.input(plan, s)
 			spec.Unlift = unlift[s.ID]
+			spec.MaxElems, spec.MaxBytes, spec.MaxBundleTime = limits.elems, limits.bytes, limits.time
 			n.New = func(sub int, out *executor.Output) (executor.Operator, error) {
 				st := executor.NewSDKStage(spec, out)
 				if s.Stateful != nil {
