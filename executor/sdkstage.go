@@ -286,8 +286,8 @@ func (s *SDKStage) full() bool {
 // costs the SDK a request, a descriptor lookup and a metrics report, and
 // how much input waits in a worker sets how often a Go worker collects
 // garbage: a Go SDK worker fed 4 MiB bundles of grouped values ran a
-// collection every 12 ms, about a tenth of its CPU, against a third as
-// many with 16 MiB (docs/benchmarks.md). The price is memory (a bundle's
+// collection every 12 ms, about a tenth of its CPU, and 40% fewer with
+// 16 MiB (docs/decisions.md). The price is memory (a bundle's
 // input and output wait in the runner until it commits) and a longer wait
 // for a bundle of a slow DoFn at an aligned barrier.
 const (
