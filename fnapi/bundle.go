@@ -250,23 +250,21 @@ func (w *Worker) Process(ctx context.Context, req BundleRequest) (*BundleResult,
 func (w *Worker) sendInputs(id string, inputs []Input) error {
 	for _, in := range inputs {
 		els := in.Elements
-		var buf []byte
-		for i, e := range els {
-			if len(buf) > 0 && len(buf)+len(e) > maxFrame {
-				if err := w.sendData(&fnpb.Elements{Data: []*fnpb.Elements_Data{{
-					InstructionId: id, TransformId: in.TransformID, Data: buf}}}); err != nil {
-					return err
-				}
-				buf = nil
+		for {
+			n, size := nextFrame(els)
+			buf := make([]byte, 0, size)
+			for _, e := range els[:n] {
+				buf = append(buf, e...)
 			}
-			if buf == nil {
-				buf = make([]byte, 0, frameSize(els[i:]))
+			els = els[n:]
+			last := len(els) == 0
+			if err := w.sendData(&fnpb.Elements{Data: []*fnpb.Elements_Data{{
+				InstructionId: id, TransformId: in.TransformID, Data: buf, IsLast: last}}}); err != nil {
+				return err
 			}
-			buf = append(buf, e...)
-		}
-		if err := w.sendData(&fnpb.Elements{Data: []*fnpb.Elements_Data{{
-			InstructionId: id, TransformId: in.TransformID, Data: buf, IsLast: true}}}); err != nil {
-			return err
+			if last {
+				break
+			}
 		}
 	}
 	return nil

@@ -36,16 +36,15 @@ func (f *frames) join() []byte {
 	return b
 }
 
-// frameSize is the capacity of a frame that starts with els[0]: what the
-// elements fill up to maxFrame, or the first element alone when it is
-// larger, so a frame is allocated once rather than grown.
-func frameSize(els [][]byte) int {
-	n := 0
+// nextFrame returns how many of els go in the next frame, and their bytes:
+// as many as fit in maxFrame, or the first alone when it is larger, so the
+// frame is allocated once at its size.
+func nextFrame(els [][]byte) (n, size int) {
 	for _, e := range els {
-		if n > 0 && n+len(e) > maxFrame {
+		if n > 0 && size+len(e) > maxFrame {
 			break
 		}
-		n += len(e)
+		n, size = n+1, size+len(e)
 	}
-	return n
+	return n, size
 }

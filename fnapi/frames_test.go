@@ -38,22 +38,23 @@ func TestFramesJoinOneFrameNoCopy(t *testing.T) {
 	}
 }
 
-func TestFrameSize(t *testing.T) {
+func TestNextFrame(t *testing.T) {
 	big := make([]byte, maxFrame+1)
 	half := make([]byte, maxFrame/2)
 	for _, tc := range []struct {
-		name string
-		els  [][]byte
-		want int
+		name    string
+		els     [][]byte
+		n, want int
 	}{
-		{"small", [][]byte{[]byte("ab"), []byte("c")}, 3},
-		{"fills up to the bound", [][]byte{half, half, []byte("x")}, maxFrame},
-		{"a large first element alone", [][]byte{big, []byte("x")}, maxFrame + 1},
-		{"stops before a large element", [][]byte{[]byte("ab"), big}, 2},
+		{"none", nil, 0, 0},
+		{"small", [][]byte{[]byte("ab"), []byte("c")}, 2, 3},
+		{"fills up to the bound", [][]byte{half, half, []byte("x")}, 2, maxFrame},
+		{"a large first element alone", [][]byte{big, []byte("x")}, 1, maxFrame + 1},
+		{"stops before a large element", [][]byte{[]byte("ab"), big}, 1, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := frameSize(tc.els); got != tc.want {
-				t.Errorf("frameSize = %d, want %d", got, tc.want)
+			if n, size := nextFrame(tc.els); n != tc.n || size != tc.want {
+				t.Errorf("nextFrame = %d elements, %d bytes; want %d, %d", n, size, tc.n, tc.want)
 			}
 		})
 	}
