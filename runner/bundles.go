@@ -49,12 +49,5 @@ func bundleOptions(j *Job) (bundleLimits, error) {
 		}
 		*o.dst = n
 	}
-	if v := pipelineOption(j.Options, MaxBundleTimeOption); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return l, fmt.Errorf("option --%s=%q: want a positive duration such as 500ms", MaxBundleTimeOption, v)
-		}
-		l.time = d
-	}
-	return l, nil
+	return l, positiveDuration(MaxBundleTimeOption, pipelineOption(j.Options, MaxBundleTimeOption), &l.time)
 }

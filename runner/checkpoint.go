@@ -85,17 +85,6 @@ func checkpointOptions(j *Job, stateDir string) (*checkpointConfig, error) {
 		return nil, nil
 	}
 	c := &checkpointConfig{savepoint: sp}
-	dur := func(name, v string, dst *time.Duration) error {
-		if v == "" {
-			return nil
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return fmt.Errorf("option --%s=%q: want a positive duration such as 10s", name, v)
-		}
-		*dst = d
-		return nil
-	}
 	num := func(name string, dst *int) error {
 		v := opt(name)
 		if v == "" {
@@ -109,9 +98,9 @@ func checkpointOptions(j *Job, stateDir string) (*checkpointConfig, error) {
 		return nil
 	}
 	if err := errors.Join(
-		dur(CheckpointIntervalOption, iv, &c.coord.Interval),
-		dur(CheckpointTimeoutOption, opt(CheckpointTimeoutOption), &c.coord.Timeout),
-		dur(CheckpointAlignedTimeoutOption, opt(CheckpointAlignedTimeoutOption), &c.coord.AlignedTimeout),
+		positiveDuration(CheckpointIntervalOption, iv, &c.coord.Interval),
+		positiveDuration(CheckpointTimeoutOption, opt(CheckpointTimeoutOption), &c.coord.Timeout),
+		positiveDuration(CheckpointAlignedTimeoutOption, opt(CheckpointAlignedTimeoutOption), &c.coord.AlignedTimeout),
 		num(CheckpointTolerableFailuresOption, &c.coord.TolerableFailures),
 		num(CheckpointKeepOption, &c.keep),
 	); err != nil {

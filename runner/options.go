@@ -68,3 +68,17 @@ func spreadWarning(j *Job) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// positiveDuration reads v, the value of option name, into dst; an empty
+// v leaves dst alone.
+func positiveDuration(name, v string, dst *time.Duration) error {
+	if v == "" {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return fmt.Errorf("option --%s=%q: want a positive duration such as 10s", name, v)
+	}
+	*dst = d
+	return nil
+}
