@@ -206,6 +206,9 @@ func (w *Worker) Process(ctx context.Context, req BundleRequest) (*BundleResult,
 		if err := w.sendTimers(id, req.Timers); err != nil {
 			return nil, err
 		}
+		if err := w.sendEnd(id, req.Inputs, req.Timers); err != nil {
+			return nil, err
+		}
 		if req.OnSent != nil {
 			req.OnSent(id)
 		}
@@ -245,47 +248,59 @@ func (w *Worker) Process(ctx context.Context, req BundleRequest) (*BundleResult,
 	return res, nil
 }
 
-// sendInputs streams each input in frames of up to maxFrame bytes, the last
-// frame of each marked is_last.
+// sendInputs streams each input in frames of up to maxFrame bytes. No
+// frame carries is_last: the end of every stream goes in one message of
+// its own (sendEnd), because Python's harness treats an element marked
+// is_last as the end mark alone and drops the data it carries.
 func (w *Worker) sendInputs(id string, inputs []Input) error {
 	for _, in := range inputs {
 		els := in.Elements
-		for {
+		for len(els) > 0 {
 			n, size := nextFrame(els)
 			buf := make([]byte, 0, size)
 			for _, e := range els[:n] {
 				buf = append(buf, e...)
 			}
 			els = els[n:]
-			last := len(els) == 0
 			if err := w.sendData(&fnpb.Elements{Data: []*fnpb.Elements_Data{{
-				InstructionId: id, TransformId: in.TransformID, Data: buf, IsLast: last}}}); err != nil {
+				InstructionId: id, TransformId: in.TransformID, Data: buf}}}); err != nil {
 				return err
-			}
-			if last {
-				break
 			}
 		}
 	}
 	return nil
 }
 
-// sendTimers sends the fired timers of every family in one message. The
-// SDK counts one end-of-timers mark per transform, so only the last family
-// of each transform carries is_last; the others still name their family,
-// which is what makes the SDK answer for it.
+// sendTimers sends the fired timers of every family that fired any in one
+// message; the families' end marks follow in sendEnd.
 func (w *Worker) sendTimers(id string, timers []TimerInput) error {
-	if len(timers) == 0 {
+	msg := &fnpb.Elements{}
+	for _, t := range timers {
+		if len(t.Timers) == 0 {
+			continue
+		}
+		msg.Timers = append(msg.Timers, &fnpb.Elements_Timers{InstructionId: id, TransformId: t.TransformID,
+			TimerFamilyId: t.FamilyID, Timers: t.Timers})
+	}
+	if len(msg.Timers) == 0 {
 		return nil
 	}
-	last := map[string]int{}
-	for i, t := range timers {
-		last[t.TransformID] = i
-	}
+	return w.sendData(msg)
+}
+
+// sendEnd ends every input stream and every timer family of the bundle in
+// one message. Each family gets its own end mark, as Python's and Java's
+// harnesses wait for one per (transform, family); the Go harness counts
+// one per transform and takes the extra marks of the same message as
+// already done.
+func (w *Worker) sendEnd(id string, inputs []Input, timers []TimerInput) error {
 	msg := &fnpb.Elements{}
-	for i, t := range timers {
+	for _, in := range inputs {
+		msg.Data = append(msg.Data, &fnpb.Elements_Data{InstructionId: id, TransformId: in.TransformID, IsLast: true})
+	}
+	for _, t := range timers {
 		msg.Timers = append(msg.Timers, &fnpb.Elements_Timers{InstructionId: id, TransformId: t.TransformID,
-			TimerFamilyId: t.FamilyID, Timers: t.Timers, IsLast: last[t.TransformID] == i})
+			TimerFamilyId: t.FamilyID, IsLast: true})
 	}
 	return w.sendData(msg)
 }

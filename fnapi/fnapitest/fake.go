@@ -221,16 +221,20 @@ func (s *server) receiveData() {
 		for _, d := range msg.GetData() {
 			b := s.get(d.GetInstructionId())
 			b.mu.Lock()
-			b.data[d.GetTransformId()] = append(b.data[d.GetTransformId()], d.GetData()...)
-			b.ends[d.GetTransformId()] = append(b.ends[d.GetTransformId()], len(b.data[d.GetTransformId()]))
-			if n := int64(len(d.GetData())); n > s.w.largest.Load() {
-				s.w.largest.Store(n)
-			}
 			if d.GetIsLast() {
+				// As Python's harness does, an end mark is only that: data
+				// sent with it is dropped.
 				b.last[d.GetTransformId()] = true
 				if len(b.last) == len(s.w.Echo) {
 					close(b.done)
 				}
+				b.mu.Unlock()
+				continue
+			}
+			b.data[d.GetTransformId()] = append(b.data[d.GetTransformId()], d.GetData()...)
+			b.ends[d.GetTransformId()] = append(b.ends[d.GetTransformId()], len(b.data[d.GetTransformId()]))
+			if n := int64(len(d.GetData())); n > s.w.largest.Load() {
+				s.w.largest.Store(n)
 			}
 			b.mu.Unlock()
 		}
