@@ -19,6 +19,19 @@ vet:
 test: vet
 	$(GO) test ./...
 	$(MAKE) vr-smoke
+	$(MAKE) python-test
+
+# The Python side: a virtual environment with python/requirements.txt
+# (apache-beam pinned), made once and reused (python/venv.sh), and the
+# tests under python/ against bin/weir and bin/kfake.
+PYTESTFLAGS ?=
+.PHONY: python-env python-test kfake
+python-env:
+	@python/venv.sh >/dev/null
+kfake:
+	$(GO) build -o $(BIN)/kfake ./internal/tools/kfake
+python-test: build kfake python-env
+	cd python && "$$(./venv.sh)" -m pytest -q -rs $(PYTESTFLAGS)
 
 # ValidatesRunner: Beam's own Go runner test packages against a job server in
 # strict mode (see validatesrunner/README.md). VRFLAGS passes extra flags to

@@ -1,0 +1,6 @@
+"""pytest configuration of weir's Python tests (see weirtest.py)."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -1,0 +1,120 @@
+"""Starts weir's job server (and kfake) for the Python tests.
+
+weir's Python tests run Beam's Python SDK against a real `weir serve`
+process, as Beam's own prism_runner_test.py does against Prism. The binary
+is WEIR_BIN, or bin/weir of this repository (`make build` makes it).
+"""
+
+import os
+import re
+import socket
+import subprocess
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def weir_bin():
+  return os.environ.get("WEIR_BIN", os.path.join(REPO, "bin", "weir"))
+
+
+def free_port():
+  with socket.socket() as s:
+    s.bind(("localhost", 0))
+    return s.getsockname()[1]
+
+
+def wait_for_port(port, proc, what, timeout=60):
+  deadline = time.time() + timeout
+  while time.time() < deadline:
+    if proc.poll() is not None:
+      raise RuntimeError("%s exited with %s before listening" % (what, proc.returncode))
+    try:
+      with socket.create_connection(("localhost", port), timeout=1):
+        return
+    except OSError:
+      time.sleep(0.1)
+  raise RuntimeError("%s did not listen on port %d within %ds" % (what, port, timeout))
+
+
+class Server:
+  """A `weir serve` process on free ports; stop() ends it.
+
+  args are extra flags for `weir serve`. The server's log goes to a file
+  (self.log_path) so a failing test can show it.
+  """
+
+  def __init__(self, *args, expansion=False, state_dir=None):
+    self.job_port = free_port()
+    self.expansion_port = free_port() if expansion else -1
+    self.state_dir = state_dir or tempfile.mkdtemp(prefix="weir-state-")
+    fd, self.log_path = tempfile.mkstemp(prefix="weir-serve-", suffix=".log")
+    self._log = os.fdopen(fd, "w")
+    cmd = [
+        weir_bin(), "serve",
+        "--job-port=%d" % self.job_port,
+        "--expansion-port=%d" % self.expansion_port,
+        "--state-dir=%s" % self.state_dir,
+    ] + list(args)
+    self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT)
+    try:
+      wait_for_port(self.job_port, self.proc, "weir serve")
+      if expansion:
+        wait_for_port(self.expansion_port, self.proc, "weir's expansion service")
+    except Exception:
+      self.stop()
+      raise
+
+  @property
+  def endpoint(self):
+    return "localhost:%d" % self.job_port
+
+  @property
+  def expansion_address(self):
+    return "localhost:%d" % self.expansion_port
+
+  def log(self):
+    self._log.flush()
+    with open(self.log_path) as f:
+      return f.read()
+
+  def kill(self):
+    """Ends the server at once, as a crash would."""
+    self.proc.kill()
+    self.proc.wait()
+
+  def stop(self):
+    if self.proc.poll() is None:
+      self.proc.terminate()
+      try:
+        self.proc.wait(timeout=30)
+      except subprocess.TimeoutExpired:
+        self.proc.kill()
+        self.proc.wait()
+    self._log.close()
+
+
+class Kfake:
+  """franz-go's in-memory Kafka broker (internal/tools/kfake) on a free port."""
+
+  def __init__(self, partitions=1):
+    self.port = free_port()
+    binary = os.environ.get("WEIR_KFAKE_BIN", os.path.join(REPO, "bin", "kfake"))
+    self.proc = subprocess.Popen(
+        [binary, "--port=%d" % self.port, "--partitions=%d" % partitions],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+      wait_for_port(self.port, self.proc, "kfake")
+    except Exception:
+      self.stop()
+      raise
+
+  @property
+  def bootstrap(self):
+    return "127.0.0.1:%d" % self.port
+
+  def stop(self):
+    if self.proc.poll() is None:
+      self.proc.terminate()
+      self.proc.wait(timeout=30)
