@@ -42,6 +42,7 @@ func Build(p *pipepb.Pipeline, opts Options) (*Plan, error) {
 		fixedPre:  opts.FixedPrecombine,
 		noUnlift:  opts.NoUnlift || opts.FixedPrecombine,
 		lifted:    map[string]liftedCombine{},
+		sdkSide:   map[string]bool{},
 	}
 	if b.comps.Coders == nil {
 		b.comps.Coders = map[string]*pipepb.Coder{}
@@ -50,6 +51,9 @@ func Build(p *pipepb.Pipeline, opts Options) (*Plan, error) {
 	errs = append(errs, checkRequirements(p.GetRequirements())...)
 	leaves, err := b.leaves(p.GetRootTransformIds())
 	if err != nil {
+		return nil, err
+	}
+	if leaves, err = b.recodeFlattenInputs(leaves); err != nil {
 		return nil, err
 	}
 	leaves = b.expandSDFs(leaves)
@@ -126,6 +130,9 @@ type builder struct {
 	errs []error
 	// truncates maps each SDF process transform to its truncation step.
 	truncates map[string]*Truncate
+	// sdkSide marks transforms of runner-native URNs that run in an SDK
+	// all the same (the Flattens that convert coders, flatten.go).
+	sdkSide map[string]bool
 }
 
 // leaves returns the leaf transforms under roots in topological order.

@@ -15,7 +15,7 @@ import (
 func (b *builder) place(id string) {
 	t := b.comps.Transforms[id]
 	urn := t.GetSpec().GetUrn()
-	if isNative(urn) {
+	if isNative(urn) && !b.sdkSide[id] {
 		s := b.newStage(id, map[string]Kind{URNImpulse: KindImpulse, URNGBK: KindGBK, URNFlatten: KindFlatten, URNReshuffle: KindFlatten, URNTestStream: KindTestStream}[urn])
 		for _, pc := range sortedValues(t.GetInputs()) {
 			s.Inputs = append(s.Inputs, Input{PColl: pc})

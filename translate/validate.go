@@ -33,8 +33,8 @@ func (b *builder) validate(id string) []error {
 		return []error{fmt.Errorf("%s: a reshuffle needs one input and one output, has %d and %d", where, len(t.GetInputs()), len(t.GetOutputs()))}
 	case urn == URNTestStream:
 		return b.validateTestStream(id, where)
-	case isNative(urn):
-	case sdkURNs[urn]:
+	case isNative(urn) && !b.sdkSide[id]:
+	case sdkURNs[urn] || b.sdkSide[id]:
 		env, ok := b.comps.GetEnvironments()[b.env(id)]
 		if !ok {
 			errs = append(errs, fmt.Errorf("%s: environment %q is not defined", where, b.env(id)))
