@@ -146,6 +146,9 @@ func (b *builder) leaves(roots []string) ([]string, error) {
 		}
 		// A reshuffle runs natively: the runner redistributes the elements
 		// itself, and skips the SDK's expansion with its Always trigger.
+		if len(t.GetSubtransforms()) == 0 && passesThrough(t) {
+			return nil
+		}
 		if len(t.GetSubtransforms()) == 0 || t.GetSpec().GetUrn() == URNReshuffle {
 			all = append(all, id)
 			return nil
@@ -169,6 +172,27 @@ func (b *builder) leaves(roots []string) ([]string, error) {
 		}
 	}
 	return b.topoSort(all)
+}
+
+// passesThrough reports whether a transform with no parts only hands on
+// what it reads: each output is one of its inputs. Python leaves such
+// composites where an expansion chose to do nothing (Create's
+// MaybeReshuffle without pre-optimization, as in streaming); there is
+// nothing to run, and kept as a leaf it would read its own output.
+func passesThrough(t *pipepb.PTransform) bool {
+	if len(t.GetOutputs()) == 0 {
+		return false
+	}
+	for _, out := range t.GetOutputs() {
+		found := false
+		for _, in := range t.GetInputs() {
+			found = found || in == out
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 func (b *builder) topoSort(ids []string) ([]string, error) {
@@ -298,6 +322,15 @@ func (b *builder) lp(id string) string {
 	}
 	b.lpMemo[id] = out
 	return out
+}
+
+// lengthPrefixed returns coder id wrapped in a length prefix, unless it
+// already is one.
+func (b *builder) lengthPrefixed(id string) string {
+	if b.comps.Coders[id].GetSpec().GetUrn() == wire.URNLengthPrefix {
+		return id
+	}
+	return b.addCoder(id+"_lp", wire.URNLengthPrefix, id)
 }
 
 func (b *builder) addCoder(id, urn string, comps ...string) string {

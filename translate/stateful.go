@@ -61,7 +61,12 @@ func (b *builder) stateful(id string) (*Stateful, error) {
 		if ol == nil {
 			continue
 		}
-		ol.ElementCoderId = b.lp(ol.GetElementCoderId())
+		// Every entry goes on the wire as a varint sort key and then the
+		// element; Python's harness always length-prefixes the element, a
+		// known coder included, while Go's encodes it with the coder as
+		// declared. Declaring a length-prefixed element coder makes the
+		// two frames one: the runner measures the prefix, whatever is in it.
+		ol.ElementCoderId = b.lengthPrefixed(b.lp(ol.GetElementCoderId()))
 		m, err := wire.MeasureFor(b.comps.Coders, ol.GetElementCoderId())
 		if err != nil {
 			return nil, fmt.Errorf("transform %s: ordered list state %s: %w", b.name(id), sid, err)
