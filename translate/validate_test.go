@@ -29,9 +29,10 @@ func TestRefusesBadWindowing(t *testing.T) {
 		"negative lateness":      {func(ws *pipepb.WindowingStrategy) { ws.AllowedLateness = -5000 }, "allowed lateness -5000 ms is negative"},
 		"negative delay":         {func(ws *pipepb.WindowingStrategy) { ws.Trigger = negDelay }, "delay -1000 ms is negative"},
 		"negative delay, nested": {func(ws *pipepb.WindowingStrategy) { ws.Trigger = lateDelay }, "delay -1000 ms is negative"},
-		"unknown window function": {func(ws *pipepb.WindowingStrategy) {
+		"unknown merging window function": {func(ws *pipepb.WindowingStrategy) {
 			ws.WindowFn = &pipepb.FunctionSpec{Urn: "example:window_fn:calendar_months:v1"}
-		}, "window function example:window_fn:calendar_months:v1 is not supported"},
+			ws.MergeStatus = pipepb.MergeStatus_NEEDS_MERGE
+		}, "merging window function example:window_fn:calendar_months:v1 is not supported"},
 		"unknown window coder": {func(ws *pipepb.WindowingStrategy) { ws.WindowCoderId = "calendar_month_coder" },
 			`window coder calendar_month_coder ("") is not supported`},
 	} {
@@ -48,6 +49,23 @@ func TestRefusesBadWindowing(t *testing.T) {
 				t.Errorf("error %q does not name the grouping transform and say %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestCustomWindowFn: a window function weir does not know, in windows
+// of a coder it does (Python's pickled window functions over interval
+// windows), is grouped when it does not merge: the SDK assigns the windows.
+func TestCustomWindowFn(t *testing.T) {
+	pp := marshal(t, scoped(func(s beam.Scope) {
+		kv := beam.AddFixedKey(s, beam.Create(s, 1, 2, 3))
+		beam.GroupByKey(s.Scope("Group"), kv)
+	})())
+	for _, ws := range pp.GetComponents().GetWindowingStrategies() {
+		ws.WindowFn = &pipepb.FunctionSpec{Urn: "beam:window_fn:pickled_python:v1", Payload: []byte("opaque")}
+		ws.MergeStatus = pipepb.MergeStatus_NON_MERGING
+	}
+	if _, err := Build(pp, Options{}); err != nil {
+		t.Fatalf("Build refused a non-merging custom window function: %v", err)
 	}
 }
 
