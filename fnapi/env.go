@@ -2,10 +2,12 @@ package fnapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"sync/atomic"
+	"time"
 
 	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
@@ -33,6 +35,32 @@ func SupportedEnvironment(env *pipepb.Environment) error {
 }
 
 var workerSeq atomic.Int64
+
+// ErrNotConnected is a worker that was started but never opened its
+// control stream. It is not ErrWorkerLost: starting another the same way
+// would most likely fail the same way (a worker pool whose workers cannot
+// import the SDK, a wrong endpoint), so the job fails at once.
+var ErrNotConnected = errors.New("fnapi: worker did not connect")
+
+// awaitConnect fails w if it has not connected within the server's
+// connect timeout. The goroutine ends when w connects, is lost or stopped,
+// or the timeout passes.
+func (s *Server) awaitConnect(w *Worker, what string) {
+	d := s.opts.ConnectTimeout
+	if d <= 0 {
+		d = DefaultConnectTimeout
+	}
+	go func() {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-w.connected:
+		case <-w.done:
+		case <-t.C:
+			w.lose(fmt.Errorf("%w: worker %s of %s did not open its control stream within %v", ErrNotConnected, w.ID, what, d))
+		}
+	}()
+}
 
 // StartWorker starts one SDK worker for environment envID and returns once
 // it has been asked to start; its connections arrive on their own. stop
@@ -64,6 +92,7 @@ func (s *Server) StartWorker(ctx context.Context, envID string, env *pipepb.Envi
 			conn.Close()
 			return nil, nil, fmt.Errorf("environment %s: start worker at pool %s: %w", envID, addr, err)
 		}
+		s.awaitConnect(w, "EXTERNAL environment "+envID+" (worker pool "+addr+")")
 		stop = func() {
 			w.stop()
 			sctx, cancel := context.WithTimeout(context.Background(), 5e9)
@@ -88,6 +117,7 @@ func (s *Server) StartWorker(ctx context.Context, envID string, env *pipepb.Envi
 		if err := cmd.Start(); err != nil {
 			return nil, nil, fmt.Errorf("environment %s: start %s: %w", envID, pl.GetCommand(), err)
 		}
+		s.awaitConnect(w, "PROCESS environment "+envID+" ("+pl.GetCommand()+")")
 		exited := make(chan struct{})
 		go func() {
 			err := cmd.Wait()

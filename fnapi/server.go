@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
@@ -31,7 +32,16 @@ type Options struct {
 	OnLog func(workerID string, e *fnpb.LogEntry)
 	// Host is the address to listen on; default 127.0.0.1.
 	Host string
+	// ConnectTimeout bounds how long a worker weir started (EXTERNAL,
+	// PROCESS) may take to open its control stream; past it the worker
+	// fails, with an error that names it and its environment. Default
+	// DefaultConnectTimeout.
+	ConnectTimeout time.Duration
 }
+
+// DefaultConnectTimeout is Options.ConnectTimeout when unset: a Python or
+// Java worker starts in seconds, a busy machine's in tens of them.
+const DefaultConnectTimeout = 2 * time.Minute
 
 // Server serves the Fn API for one job on one port.
 type Server struct {
