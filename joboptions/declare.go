@@ -69,7 +69,7 @@ func nonNegative(v any) string {
 // this order; a test keeps the two in step.
 var declared = []Option{
 	// Late data.
-	{Name: DeadLetter, Kind: Path, Path: true, Group: "late data",
+	{Name: DeadLetter, Kind: Path, Group: "late data",
 		Usage: "append elements dropped as too late to this JSON-lines file", Unset: "none: late data is counted only",
 		field: func(o *Options) any { return &o.DeadLetter }},
 
@@ -112,7 +112,7 @@ var declared = []Option{
 	{Name: CheckpointInterval, Kind: Duration, Group: "checkpoints", Unset: "off: no checkpoints", check: positive,
 		Usage: "take a checkpoint this often (e.g. 10s)",
 		field: func(o *Options) any { return &o.CheckpointInterval }},
-	{Name: CheckpointDir, Kind: Path, Path: true, Group: "checkpoints", Unset: "<state dir>/jobs/<job name>/checkpoints",
+	{Name: CheckpointDir, Kind: Path, Group: "checkpoints", Unset: "<state dir>/jobs/<job name>/checkpoints",
 		Usage: "the checkpoint folder",
 		field: func(o *Options) any { return &o.CheckpointDir }},
 	{Name: CheckpointMode, Kind: Enum, Group: "checkpoints", Default: ModeAligned,
@@ -136,7 +136,7 @@ var declared = []Option{
 		field: func(o *Options) any { return &o.Restore }},
 
 	// Savepoints (docs/checkpoints.md, Savepoints).
-	{Name: Savepoint, Kind: Path, Path: true, Group: "savepoints",
+	{Name: Savepoint, Kind: Path, Group: "savepoints",
 		Usage: "start from the savepoint in this folder (needs --weir_checkpoint_interval)",
 		field: func(o *Options) any { return &o.Savepoint }},
 	{Name: SavepointRename, Kind: Mapping, Group: "savepoints",

@@ -69,11 +69,6 @@ type Option struct {
 	Usage string
 	// Values are an Enum's choices.
 	Values []string
-	// Path says the value names a file or folder that the server will open,
-	// create or read (a dead letter, a checkpoint folder, a savepoint): a
-	// server exposed to others must check it against the folders it is
-	// given (DESIGN.md, Security).
-	Path bool
 
 	// check validates a parsed value beyond its kind; it returns what the
 	// value should have been.
@@ -81,6 +76,12 @@ type Option struct {
 	// field points into Options at where the value goes.
 	field func(o *Options) any
 }
+
+// IsPath says the value names a file or folder that the server will open,
+// create or read (a dead letter, a checkpoint folder, a savepoint): a
+// server exposed to others must check it against the folders it is given
+// (DESIGN.md, Security).
+func (o *Option) IsPath() bool { return o.Kind == Path }
 
 // DefaultText is the default as the docs and descriptions show it.
 func (o *Option) DefaultText() string {
