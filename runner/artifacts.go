@@ -24,6 +24,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/weir-runner/weir/joboptions"
 )
 
 // Artifact URNs from beam_runner_api.proto's StandardArtifacts.
@@ -63,6 +65,7 @@ type preparation struct {
 	id, name, token string
 	pipeline        *pipepb.Pipeline
 	options         *structpb.Struct
+	opts            *joboptions.Options // options, parsed at Prepare
 	created         time.Time
 
 	mu struct {

@@ -3,12 +3,9 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,29 +18,9 @@ import (
 	"github.com/weir-runner/weir/state"
 )
 
-// Pipeline options of checkpoints. Checkpoints are off unless a job sets
-// CheckpointIntervalOption.
-const (
-	CheckpointIntervalOption          = "weir_checkpoint_interval"
-	CheckpointDirOption               = "weir_checkpoint_dir"
-	CheckpointModeOption              = "weir_checkpoint_mode"
-	CheckpointAlignedTimeoutOption    = "weir_checkpoint_aligned_timeout"
-	CheckpointTimeoutOption           = "weir_checkpoint_timeout"
-	CheckpointTolerableFailuresOption = "weir_checkpoint_tolerable_failures"
-	CheckpointKeepOption              = "weir_checkpoint_keep"
-)
-
-// Go pipelines parse their flags before they submit; these make the
-// options known to them (the runner reads them from the job's options).
-var (
-	_ = flag.String(CheckpointIntervalOption, "", "weir: checkpoint every interval (e.g. 10s); empty: no checkpoints")
-	_ = flag.String(CheckpointDirOption, "", "weir: checkpoint folder; default <state dir>/jobs/<job name>/checkpoints")
-	_ = flag.String(CheckpointModeOption, "aligned", "weir: aligned, unaligned or aligned-timeout")
-	_ = flag.String(CheckpointAlignedTimeoutOption, "", "weir: with aligned-timeout, go unaligned this long after the trigger")
-	_ = flag.String(CheckpointTimeoutOption, "", "weir: expire a checkpoint not complete in this long; default 10m")
-	_ = flag.String(CheckpointTolerableFailuresOption, "", "weir: checkpoint failures in a row a job survives; default 0")
-	_ = flag.String(CheckpointKeepOption, "", "weir: completed checkpoints kept; default 3")
-)
+// The checkpoint options are CheckpointIntervalOption and the others
+// beside it (declared in joboptions); checkpoints are off unless a job
+// sets the interval.
 
 // checkpointConfig is what a job's options ask of checkpoints.
 type checkpointConfig struct {
@@ -71,60 +48,27 @@ func (c *checkpointConfig) origin() string {
 // checkpointOptions reads a job's checkpoint options; nil when the job
 // asks for none. stateDir is where the default folder goes.
 func checkpointOptions(j *Job, stateDir string) (*checkpointConfig, error) {
-	opt := func(name string) string { return pipelineOption(j.Options, name) }
-	iv := opt(CheckpointIntervalOption)
+	opts, err := j.JobOptions()
+	if err != nil {
+		return nil, err
+	}
 	sp, err := savepointOptions(j)
 	if err != nil {
 		return nil, err
 	}
-	if iv == "" {
-		if sp != nil {
-			// The restored job must itself be restorable.
-			return nil, fmt.Errorf("option --%s needs --%s: a job started from a savepoint takes checkpoints", SavepointOption, CheckpointIntervalOption)
-		}
+	if opts.CheckpointInterval == 0 {
 		return nil, nil
 	}
-	c := &checkpointConfig{savepoint: sp}
-	num := func(name string, dst *int) error {
-		v := opt(name)
-		if v == "" {
-			return nil
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return fmt.Errorf("option --%s=%q: want a whole number, 0 or more", name, v)
-		}
-		*dst = n
-		return nil
+	mode, err := checkpoint.ParseMode(opts.CheckpointMode)
+	if err != nil {
+		return nil, fmt.Errorf("option --%s: %w", CheckpointModeOption, err)
 	}
-	if err := errors.Join(
-		positiveDuration(CheckpointIntervalOption, iv, &c.coord.Interval),
-		positiveDuration(CheckpointTimeoutOption, opt(CheckpointTimeoutOption), &c.coord.Timeout),
-		positiveDuration(CheckpointAlignedTimeoutOption, opt(CheckpointAlignedTimeoutOption), &c.coord.AlignedTimeout),
-		num(CheckpointTolerableFailuresOption, &c.coord.TolerableFailures),
-		num(CheckpointKeepOption, &c.keep),
-	); err != nil {
-		return nil, err
-	}
-	if m := opt(CheckpointModeOption); m != "" {
-		mode, err := checkpoint.ParseMode(m)
-		if err != nil {
-			return nil, fmt.Errorf("option --%s: %w", CheckpointModeOption, err)
-		}
-		c.coord.Mode = mode
-	}
-	if c.coord.Mode == checkpoint.AlignedTimeout && c.coord.AlignedTimeout == 0 {
-		return nil, fmt.Errorf("option --%s=aligned-timeout needs --%s", CheckpointModeOption, CheckpointAlignedTimeoutOption)
-	}
-	c.dir = opt(CheckpointDirOption)
+	c := &checkpointConfig{savepoint: sp, keep: opts.CheckpointKeep, dir: opts.CheckpointDir, restore: opts.Restore,
+		coord: checkpoint.Options{Interval: opts.CheckpointInterval, Timeout: opts.CheckpointTimeout,
+			AlignedTimeout: opts.CheckpointAlignedTimeout, TolerableFailures: opts.CheckpointTolerableFailures, Mode: mode}}
 	if c.dir == "" {
 		c.dir = filepath.Join(stateDir, "jobs", safeName(jobFolder(j)), "checkpoints")
 	}
-	restore, err := restoreEnabled(j)
-	if err != nil {
-		return nil, err
-	}
-	c.restore = restore
 	return c, nil
 }
 

@@ -46,7 +46,7 @@ func keepsPending(s *translate.Stage) bool { return twoPhase(s) || s.StableInput
 // failed bundle is retried from its retained input, so the input is
 // stable already.
 func stableInput(n *executor.Node, s *translate.Stage, store *state.Store, j *Job) {
-	if !s.StableInput || pipelineOption(j.Options, CheckpointIntervalOption) == "" {
+	if !s.StableInput || !takesCheckpoints(j) {
 		return
 	}
 	newOp := n.New
@@ -62,6 +62,12 @@ func stableInput(n *executor.Node, s *translate.Stage, store *state.Store, j *Jo
 		return &twophase.StableInput{Inner: inner, Main: 0,
 			Pending: twophase.NewPending(store, stageNamespace(s, sub), fmt.Sprintf("%s[%d] (stable input)", s.Name, sub))}, nil
 	}
+}
+
+// takesCheckpoints says whether the job's options ask for checkpoints.
+func takesCheckpoints(j *Job) bool {
+	opts, err := j.JobOptions()
+	return err == nil && opts.CheckpointInterval > 0
 }
 
 // twoPhase reports whether s is a sink that commits on checkpoints.
@@ -81,7 +87,7 @@ func twoPhaseNode(n *executor.Node, s *translate.Stage, plan *translate.Plan, st
 	warn := sinkWarnings(j)
 	switch s.Kind {
 	case translate.KindKafkaWrite:
-		if pipelineOption(j.Options, CheckpointIntervalOption) == "" {
+		if !takesCheckpoints(j) {
 			return fmt.Errorf("kafka sink %s: semantic %q needs checkpoints: set --%s (or write at least once)",
 				s.Name, s.KafkaWrite.Semantic, CheckpointIntervalOption)
 		}

@@ -1,9 +1,6 @@
 package runner
 
 import (
-	"flag"
-	"fmt"
-	"strconv"
 	"sync"
 
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
@@ -14,13 +11,10 @@ import (
 	"github.com/weir-runner/weir/translate"
 )
 
-// InlineGroupOption is the pipeline option bounding the bytes of a group's
-// values sent to the SDK inline; past it, the rest stays in the store and
-// the SDK reads it in pages (a state-backed iterable). A negative value
-// sends every group whole.
-const InlineGroupOption = "weir_inline_group_bytes"
-
-var _ = flag.Int(InlineGroupOption, 0, "weir: bytes of a group's values sent inline; the rest is read from the runner's store (default 4 MiB, negative: never)")
+// InlineGroupOption bounds the bytes of a group's values sent to the SDK
+// inline; past it, the rest stays in the store and the SDK reads it in
+// pages (a state-backed iterable). A negative value sends every group
+// whole.
 
 // defaultInlineGroup is the inline bound without the option: large enough
 // that ordinary groups go whole, small next to a worker's memory.
@@ -33,15 +27,14 @@ const (
 )
 
 func inlineGroupBytes(j *Job) (int, error) {
-	v := pipelineOption(j.Options, InlineGroupOption)
-	if v == "" || v == "0" {
+	opts, err := j.JobOptions()
+	if err != nil {
+		return 0, err
+	}
+	if opts.InlineGroupBytes == 0 {
 		return defaultInlineGroup, nil
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, fmt.Errorf("option --%s: %w", InlineGroupOption, err)
-	}
-	return n, nil
+	return opts.InlineGroupBytes, nil
 }
 
 // heldGroups configures the shuffles of group-by-keys whose output may be

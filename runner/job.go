@@ -11,6 +11,7 @@ import (
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/weir-runner/weir/joboptions"
 	"github.com/weir-runner/weir/metrics"
 )
 
@@ -46,6 +47,13 @@ type Job struct {
 
 	// Metrics aggregates the MonitoringInfos of the job's bundles.
 	Metrics *metrics.Store
+
+	// opts are Options parsed, once: by the server when the job is
+	// submitted (a bad option fails the submission), or on first use for a
+	// job made another way.
+	optsOnce sync.Once
+	opts     *joboptions.Options
+	optsErr  error
 
 	mu struct {
 		sync.Mutex
@@ -98,6 +106,23 @@ func NewJob(id JobID, name string, p *pipepb.Pipeline, opts *structpb.Struct) *J
 	j.mu.state = jobpb.JobState_STOPPED
 	j.mu.stateAt = time.Now()
 	j.mu.changed = make(chan struct{})
+	return j
+}
+
+// JobOptions returns the job's options, typed (package joboptions). The
+// error is the one that failed their parsing.
+func (j *Job) JobOptions() (*joboptions.Options, error) {
+	j.optsOnce.Do(func() {
+		if j.opts == nil {
+			j.opts, j.optsErr = joboptions.Parse(j.Options)
+		}
+	})
+	return j.opts, j.optsErr
+}
+
+// withOptions sets the job's options, parsed at submission.
+func (j *Job) withOptions(o *joboptions.Options) *Job {
+	j.opts = o
 	return j
 }
 

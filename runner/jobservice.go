@@ -24,6 +24,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/weir-runner/weir/joboptions"
 )
 
 // Prepare stores a pipeline for a later Run and hands out a staging token.
@@ -32,19 +34,27 @@ func (s *Server) Prepare(ctx context.Context, req *jobpb.PrepareJobRequest) (*jo
 	if req.GetPipeline() == nil {
 		return nil, status.Errorf(codes.InvalidArgument, "weir: Prepare job %q: request has no pipeline", req.GetJobName())
 	}
+	// The options are read here, once, so that a bad one fails the
+	// submission before any artifact is staged.
+	opts, err := joboptions.Parse(req.GetPipelineOptions())
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "weir: Prepare job %q: %v", req.GetJobName(), err)
+	}
 	now := time.Now()
+	name := jobName(req.GetJobName(), opts, now)
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()
-		return nil, status.Errorf(codes.Unavailable, "weir: Prepare job %q: %v", req.GetJobName(), ErrServerClosed)
+		return nil, status.Errorf(codes.Unavailable, "weir: Prepare job %q: %v", name, ErrServerClosed)
 	}
 	expired := s.pruneLocked(now)
 	s.mu.nextID++
 	p := &preparation{
-		id:       fmt.Sprintf("%s-%d", idPrefix(req.GetJobName()), s.mu.nextID),
-		name:     req.GetJobName(),
+		id:       fmt.Sprintf("%s-%d", idPrefix(name), s.mu.nextID),
+		name:     name,
 		pipeline: req.GetPipeline(),
 		options:  req.GetPipelineOptions(),
+		opts:     opts,
 		token:    rand.Text(),
 		created:  now,
 	}
@@ -70,6 +80,30 @@ func (s *Server) Prepare(ctx context.Context, req *jobpb.PrepareJobRequest) (*jo
 		ArtifactStagingEndpoint: &pipepb.ApiServiceDescriptor{Url: endpoint},
 		StagingSessionToken:     p.token,
 	}, nil
+}
+
+// pythonJobName is the job name Python's PortableRunner sends in every
+// PrepareJobRequest, whatever --job_name says: it names no job.
+const pythonJobName = "job"
+
+// jobName names a job: by its job_name option when it has one (the SDKs'
+// --job_name), else by the name in its PrepareJobRequest (the Go SDK sends
+// its job name there), unless that is empty or Python's constant "job".
+// A job's name keys its folder under the state dir (checkpoints, the
+// submission record), so a job submitted again under its name resumes from
+// its checkpoints; two unnamed jobs must never share one, nor find a
+// previous server's. A job with no name of its own is therefore given one
+// that no other job has, as the Go SDK names its unnamed jobs: "job-", the
+// time of submission and a random suffix. Resubmitting with that name as
+// --job_name resumes it.
+func jobName(requested string, o *joboptions.Options, now time.Time) string {
+	switch {
+	case o.JobName != "":
+		return o.JobName
+	case requested != "" && requested != pythonJobName:
+		return requested
+	}
+	return fmt.Sprintf("job-%s-%s", now.UTC().Format("20060102-150405"), strings.ToLower(rand.Text()[:6]))
 }
 
 // pruneLocked forgets preparations older than the TTL that are not being
@@ -135,7 +169,7 @@ func (s *Server) Run(ctx context.Context, req *jobpb.RunJobRequest) (*jobpb.RunJ
 		return nil, status.Errorf(st.Code(), "weir: Run %q: %s", id, st.Message())
 	}
 
-	j := NewJob(JobID(id), p.name, p.pipeline, p.options)
+	j := NewJob(JobID(id), p.name, p.pipeline, p.options).withOptions(p.opts)
 	j.StagingDir, j.Artifacts = dir, artifacts
 	s.mu.Lock()
 	delete(s.mu.preps, id)
@@ -230,6 +264,19 @@ func (s *Server) lookup(method, id string) (*Job, error) {
 	if j := s.Job(JobID(id)); j != nil {
 		return j, nil
 	}
+	s.mu.Lock()
+	_, prepared := s.mu.preps[id]
+	s.mu.Unlock()
+	if prepared {
+		// Python subscribes to the state and message streams with the
+		// preparation id before it calls Run, under its job server timeout
+		// (--job_server_timeout, 300 s by default), and on an error
+		// subscribes with the job id after Run, with no deadline. Serving
+		// the first would end every Python job's streams, and so its
+		// wait_until_finish, with DEADLINE_EXCEEDED after five minutes. A
+		// job keeps its messages from the first, so nothing is lost.
+		return nil, status.Errorf(codes.NotFound, "weir: %s: %q is a preparation that has not run: use the job id Run returns", method, id)
+	}
 	return nil, status.Errorf(codes.NotFound, "weir: %s: unknown job %q", method, id)
 }
 
@@ -316,9 +363,11 @@ func (s *Server) GetJobMetrics(ctx context.Context, req *jobpb.GetJobMetricsRequ
 	return &jobpb.GetJobMetricsResponse{Metrics: j.Metrics.Results()}, nil
 }
 
-// DescribePipelineOptions reports no runner-specific options yet.
+// DescribePipelineOptions lists weir's job options (joboptions.Describe).
+// Python's PortableRunner adds them to its argument parser; it drops any
+// flag the runner does not describe.
 func (s *Server) DescribePipelineOptions(ctx context.Context, req *jobpb.DescribePipelineOptionsRequest) (*jobpb.DescribePipelineOptionsResponse, error) {
-	return &jobpb.DescribePipelineOptionsResponse{}, nil
+	return &jobpb.DescribePipelineOptionsResponse{Options: joboptions.Describe()}, nil
 }
 
 // GetStateStream sends the job's current state, then every change, and ends

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"strconv"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
@@ -19,26 +17,10 @@ import (
 	"github.com/weir-runner/weir/translate"
 )
 
-// RestoreOption turns restore off: a job with checkpoints resumes from the
-// newest valid checkpoint in its root unless it sets --weir_restore=false,
-// which starts it over (its checkpoints then continue the root's
-// numbering, so the old ones age out).
-const RestoreOption = "weir_restore"
-
-var _ = flag.String(RestoreOption, "", "weir: resume from the newest checkpoint in the checkpoint folder (default true); false starts over")
-
-// restoreEnabled reads RestoreOption.
-func restoreEnabled(j *Job) (bool, error) {
-	v := pipelineOption(j.Options, RestoreOption)
-	if v == "" {
-		return true, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, fmt.Errorf("option --%s=%q: want true or false", RestoreOption, v)
-	}
-	return b, nil
-}
+// A job with checkpoints resumes from the newest valid checkpoint in its
+// root unless it sets --weir_restore=false (RestoreOption), which starts it
+// over (its checkpoints then continue the root's numbering, so the old ones
+// age out).
 
 // graphShape is what a manifest records of the job's graph.
 func graphShape(plan *translate.Plan, g *executor.Graph) []checkpoint.GraphNode {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/weir-runner/weir/fnapi"
+	"github.com/weir-runner/weir/joboptions"
 )
 
 // weir serve keeps a record of each running job it can resume (the
@@ -37,7 +38,8 @@ func resumable(j *Job) (bool, string) {
 	switch {
 	case j.Name == "":
 		return false, "it has no name"
-	case pipelineOption(j.Options, CheckpointIntervalOption) == "":
+	}
+	if o, err := j.JobOptions(); err != nil || o.CheckpointInterval == 0 {
 		return false, "it takes no checkpoints"
 	}
 	for id, env := range j.Pipeline.GetComponents().GetEnvironments() {
@@ -231,6 +233,10 @@ func readRecord(dir string) (*jobpb.PrepareJobRequest, map[string][]*pipepb.Arti
 
 // resume starts a recorded job under a new id.
 func (s *Server) resume(req *jobpb.PrepareJobRequest, arts map[string][]*pipepb.ArtifactInformation) (JobID, error) {
+	opts, err := joboptions.Parse(req.GetPipelineOptions())
+	if err != nil {
+		return "", err
+	}
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()
@@ -239,7 +245,7 @@ func (s *Server) resume(req *jobpb.PrepareJobRequest, arts map[string][]*pipepb.
 	s.mu.nextID++
 	id := JobID(fmt.Sprintf("%s-%d", idPrefix(req.GetJobName()), s.mu.nextID))
 	s.mu.Unlock()
-	j := NewJob(id, req.GetJobName(), req.GetPipeline(), req.GetPipelineOptions())
+	j := NewJob(id, req.GetJobName(), req.GetPipeline(), req.GetPipelineOptions()).withOptions(opts)
 	// Its workers fetch the staged files from the record, which the job
 	// does not remove as it would a staging folder (see runJob).
 	j.StagingDir, j.Artifacts = filepath.Join(s.recordDir(req.GetJobName()), recordFiles), arts

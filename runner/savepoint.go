@@ -3,11 +3,8 @@ package runner
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 
@@ -19,18 +16,8 @@ import (
 // always aligned, and copied into a folder of their own that no retention
 // removes. A job starts from one with --weir_savepoint=PATH, through a
 // transform-name mapping for renamed transforms, and refuses one that does
-// not fit its pipeline unless dropping state is allowed.
-const (
-	SavepointOption             = "weir_savepoint"
-	SavepointRenameOption       = "weir_savepoint_rename"
-	SavepointAllowDroppedOption = "weir_savepoint_allow_dropped_state"
-)
-
-var (
-	_ = flag.String(SavepointOption, "", "weir: start from the savepoint in this folder (needs --weir_checkpoint_interval)")
-	_ = flag.String(SavepointRenameOption, "", "weir: transforms renamed since the savepoint, as old=new,old2=new2")
-	_ = flag.String(SavepointAllowDroppedOption, "", "weir: drop savepoint state no transform of the job takes, instead of refusing the savepoint")
-)
+// not fit its pipeline unless dropping state is allowed (SavepointOption,
+// SavepointRenameOption, SavepointAllowDroppedOption).
 
 // savepointConfig is what a job's options ask of the savepoint it starts
 // from.
@@ -43,49 +30,15 @@ type savepointConfig struct {
 // savepointOptions reads the savepoint options; nil when the job starts
 // from none.
 func savepointOptions(j *Job) (*savepointConfig, error) {
-	path := pipelineOption(j.Options, SavepointOption)
-	rename := pipelineOption(j.Options, SavepointRenameOption)
-	allow := pipelineOption(j.Options, SavepointAllowDroppedOption)
-	if path == "" {
-		if rename != "" || allow != "" {
-			return nil, fmt.Errorf("options --%s and --%s need --%s", SavepointRenameOption, SavepointAllowDroppedOption, SavepointOption)
-		}
-		return nil, nil
+	opts, err := j.JobOptions()
+	if err != nil || opts.Savepoint == "" {
+		return nil, err
 	}
-	abs, err := filepath.Abs(path)
+	abs, err := filepath.Abs(opts.Savepoint)
 	if err != nil {
-		return nil, fmt.Errorf("option --%s=%q: %w", SavepointOption, path, err)
+		return nil, fmt.Errorf("option --%s=%q: %w", SavepointOption, opts.Savepoint, err)
 	}
-	c := &savepointConfig{path: abs}
-	if c.rename, err = parseRename(rename); err != nil {
-		return nil, fmt.Errorf("option --%s: %w", SavepointRenameOption, err)
-	}
-	if allow != "" {
-		if c.allowDropped, err = strconv.ParseBool(allow); err != nil {
-			return nil, fmt.Errorf("option --%s=%q: want true or false", SavepointAllowDroppedOption, allow)
-		}
-	}
-	return c, nil
-}
-
-// parseRename reads old=new pairs separated by commas.
-func parseRename(s string) (map[string]string, error) {
-	m := map[string]string{}
-	if strings.TrimSpace(s) == "" {
-		return m, nil
-	}
-	for _, pair := range strings.Split(s, ",") {
-		from, to, ok := strings.Cut(pair, "=")
-		from, to = strings.TrimSpace(from), strings.TrimSpace(to)
-		if !ok || from == "" || to == "" {
-			return nil, fmt.Errorf("%q is not old=new", pair)
-		}
-		if prev, dup := m[from]; dup && prev != to {
-			return nil, fmt.Errorf("%q is renamed twice, to %q and %q", from, prev, to)
-		}
-		m[from] = to
-	}
-	return m, nil
+	return &savepointConfig{path: abs, rename: opts.SavepointRename, allowDropped: opts.SavepointAllowDroppedState}, nil
 }
 
 // SavepointResult says where a savepoint was written.

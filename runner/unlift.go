@@ -1,21 +1,12 @@
 package runner
 
 import (
-	"flag"
 	"fmt"
-	"strconv"
 
 	"github.com/weir-runner/weir/executor"
 	"github.com/weir-runner/weir/fnapi"
 	"github.com/weir-runner/weir/translate"
 )
-
-// AdaptiveUnliftOption, set to false, keeps a job's lifted combines lifted
-// where their first bundle finds keys that do not repeat; they still
-// convert instead of precombining (AdaptivePrecombineOption).
-const AdaptiveUnliftOption = "weir_adaptive_unlift"
-
-var _ = flag.Bool(AdaptiveUnliftOption, true, "weir: run a lifted combine unlifted when its first bundle finds keys that do not repeat; false keeps it lifted")
 
 // unliftSpecs registers the unlifted descriptors of the plan's combines
 // that may run unlifted (translate.Unlift) and returns each stage's part,
@@ -56,18 +47,4 @@ func unliftSpecs(plan *translate.Plan, fn *fnapi.Server) (map[translate.StageID]
 		acc.Codec = executor.UnliftCodec(sw, acc.Codec, u.Raw.Codec)
 	}
 	return specs, nil
-}
-
-// adaptiveUnlift reads a job's AdaptiveUnliftOption into o.
-func adaptiveUnlift(j *Job, o *translate.Options) error {
-	v := pipelineOption(j.Options, AdaptiveUnliftOption)
-	if v == "" {
-		return nil
-	}
-	on, err := strconv.ParseBool(v)
-	if err != nil {
-		return fmt.Errorf("option --%s=%q: %w", AdaptiveUnliftOption, v, err)
-	}
-	o.NoUnlift = !on
-	return nil
 }
