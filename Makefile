@@ -42,9 +42,23 @@ VRFLAGS ?=
 .PHONY: vr-smoke
 vr: build
 	$(VR) -runner weir -server '$(BIN)/weir serve --job-port={port}' -expect validatesrunner/expected.txt $(VRFLAGS)
-vr-prism:
-	$(GO) build -o $(BIN)/prism github.com/apache/beam/sdks/v2/go/cmd/prism
+	$(MAKE) vr-python
+vr-prism: prism
 	$(VR) -runner prism -server '$(BIN)/prism --job_port={port} --serve_http=false' $(VRFLAGS)
+	$(MAKE) vr-python-prism
+.PHONY: prism vr-python vr-python-prism
+prism:
+	$(GO) build -o $(BIN)/prism github.com/apache/beam/sdks/v2/go/cmd/prism
+
+# Beam's Python portable-runner suite (python/weir_runner_test.py) against
+# weir or Prism; the JUnit report is kept in validatesrunner/results/ and
+# RESULTS.md re-rendered from it. The run's exit status is the suite's.
+PYVR = export WEIR_PY_SUITE_SERVER=$(1); cd python && "$$(./venv.sh)" -m pytest -q -rfEs weir_runner_test.py --junitxml=../validatesrunner/results/python-$(1).xml; \
+	status=$$?; cd .. && $(VR) -render-only && exit $$status
+vr-python: build python-env
+	$(call PYVR,weir)
+vr-python-prism: prism python-env
+	$(call PYVR,prism)
 vr-smoke: build
 	$(VR) -runner weir -suite smoke -server '$(BIN)/weir serve --job-port={port}' -expect validatesrunner/expected.txt $(VRFLAGS)
 
@@ -64,3 +78,9 @@ bench-backfill:
 # docs/benchmarks.md (Checkpoints under backpressure).
 bench-checkpoint:
 	$(GO) test ./runner -run TestCheckpointBackpressureBench -count=1 -v -timeout 30m -args -ckbench
+
+# pipelines/python/wordcount.py on weir, LOOPBACK and with an EXTERNAL
+# worker pool (python/run_example.py).
+.PHONY: run-python
+run-python: build python-env
+	cd python && "$$(./venv.sh)" run_example.py

@@ -245,6 +245,8 @@ func render() error {
 		return nil
 	}
 	var cols []vr.Column
+	var names []string
+	var py []*vr.PythonRun
 	for _, n := range strings.Split(*columns, ",") {
 		if n = strings.TrimSpace(n); n == "" {
 			continue
@@ -254,8 +256,14 @@ func render() error {
 			return err
 		}
 		cols = append(cols, vr.Column{Name: n, Run: r})
+		pr, err := vr.ReadPythonRun(vr.PythonResultsPath(*resultsDir, n), n)
+		if err != nil {
+			return err
+		}
+		names, py = append(names, n), append(py, pr)
 	}
-	if err := os.WriteFile(*mdPath, vr.Render(cols), 0o644); err != nil {
+	md := append(vr.Render(cols), vr.RenderPython(py, names)...)
+	if err := os.WriteFile(*mdPath, md, 0o644); err != nil {
 		return err
 	}
 	fmt.Printf("vr: rendered %s\n", *mdPath)
