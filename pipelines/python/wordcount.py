@@ -1,5 +1,6 @@
-"""Counts the words of a small text (or of --input) on any Beam runner and
-prints the most frequent ones: weir's Python example.
+"""Counts the words of a small text (or of --input) on any Beam runner,
+writes the most frequent ones to --output and prints them: weir's Python
+example.
 
   python -m apache_beam.runners.worker.worker_pool_main --service_port=50000 &
   weir serve &
@@ -11,8 +12,11 @@ SDK workers run in that worker pool instead of this process.
 """
 
 import argparse
+import glob
+import os
 import re
 import sys
+import tempfile
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -28,8 +32,9 @@ def run(argv=None):
   parser = argparse.ArgumentParser()
   parser.add_argument("--input", help="a text file to count (default: a short embedded text)")
   parser.add_argument("--top", type=int, default=5, help="how many words to print")
+  parser.add_argument("--output", help="prefix of the output files (default: a temporary folder)")
   args, beam_args = parser.parse_known_args(argv)
-  results = []
+  output = args.output or os.path.join(tempfile.mkdtemp(prefix="wordcount-"), "counts")
   with beam.Pipeline(options=PipelineOptions(beam_args)) as p:
     lines = (p | beam.io.ReadFromText(args.input) if args.input
              else p | beam.Create(TEXT.splitlines()))
@@ -37,9 +42,16 @@ def run(argv=None):
      | "Words" >> beam.FlatMap(lambda line: re.findall(r"[a-zA-Z']+", line.lower()))
      | "Count" >> beam.combiners.Count.PerElement()
      | "Top" >> beam.combiners.Top.Of(args.top, key=lambda kv: (kv[1], kv[0]))
-     | "Print" >> beam.FlatMap(lambda top: ["%s: %d" % kv for kv in top])
-     | beam.Map(print))
-  return results
+     | "Format" >> beam.FlatMap(lambda top: ["%s: %d" % kv for kv in top])
+     | "Write" >> beam.io.WriteToText(output))
+  # The workers wrote the counts (in this process with LOOPBACK, in the
+  # pool's with EXTERNAL); the submitting process prints them.
+  lines = []
+  for shard in sorted(glob.glob(output + "*")):
+    with open(shard) as f:
+      lines += f.read().splitlines()
+  print("\n".join(lines))
+  return lines
 
 
 if __name__ == "__main__":
