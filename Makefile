@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin
 
-.PHONY: all build run test vet fmt vr vr-prism bench bench-backfill bench-checkpoint
+.PHONY: all build run test vet fmt vr vr-prism bench bench-python bench-backfill bench-checkpoint
 
 all: build
 
@@ -62,10 +62,14 @@ vr-python-prism: prism python-env
 vr-smoke: build
 	$(VR) -runner weir -suite smoke -server '$(BIN)/weir serve --job-port={port}' -expect validatesrunner/expected.txt $(VRFLAGS)
 
-# Beam's Go load tests on weir and Prism side by side; writes docs/benchmarks.md.
+# Beam's Go and Python load tests on weir and Prism side by side; writes
+# docs/benchmarks.md. bench-python runs the Python tests alone and rewrites
+# only their section ("Python load tests").
 BENCHFLAGS ?=
 bench:
 	$(GO) run ./pipelines/loadbench -out docs/benchmarks.md $(BENCHFLAGS)
+bench-python:
+	$(GO) run ./pipelines/loadbench -out docs/benchmarks.md -python-only $(BENCHFLAGS)
 
 # A Kafka backfill (12 partitions, three days of event time at uneven
 # speeds, one-minute windows per key) with watermark alignment off and on:

@@ -1,8 +1,12 @@
-// Command loadbench runs Beam's own Go load tests (go/test/load in the Beam
-// module) on weir and on Prism in one run, alternating runners, several runs
-// each, and prints one table: median wall time and peak resident memory of
-// each runner, and the weir/Prism ratios. `make bench` runs it and writes
-// docs/benchmarks.md.
+// Command loadbench runs Beam's own load tests on weir and on Prism in one
+// run, alternating runners, several runs each, and prints a table per SDK:
+// median wall time and peak resident memory of each runner, and the
+// weir/Prism ratios. The Go tests are go/test/load in the Beam module; the
+// Python tests are apache_beam/testing/load_tests in the virtual
+// environment of python/venv.sh, run as `python -m` subprocesses against
+// the same job servers, started and measured the same way. `make bench`
+// runs both and writes docs/benchmarks.md; `make bench-python` (the flag
+// -python-only) runs the Python tests alone and rewrites their section.
 //
 // Wall time is the submitting client's, from start to exit: it includes
 // pipeline construction and submission, the same for both runners. Memory is
@@ -21,7 +25,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,6 +41,13 @@ var (
 		"load tests to run; combine_lifted, combine_fixed and combine_unlifted are combine with weir serving --adaptive-unlift=false, --adaptive-precombine=false or --combine-lifting=false (Prism as usual)")
 	bin = flag.String("bin", "bin", "directory for the binaries")
 	out = flag.String("out", "", "markdown file to write the table to (e.g. docs/benchmarks.md)")
+
+	python     = flag.Bool("python", true, "also run Beam's Python load tests")
+	pythonOnly = flag.Bool("python-only", false, "run only Beam's Python load tests, keeping the Go section of -out")
+	pyTests    = flag.String("py-tests", "pardo,group_by_key,combine,cogbk",
+		"Python load tests to run (pardo, group_by_key, combine, cogbk; the variant suffixes of -tests apply too)")
+	pyRecords = flag.Int("py-records", 200000, "synthetic records per source in the Python tests")
+	pyExe     = flag.String("py", "", "Python with apache-beam to run the Python tests (default: what python/venv.sh prints)")
 )
 
 const beamLoad = "github.com/apache/beam/sdks/v2/go/test/load/"
@@ -74,27 +84,85 @@ type sample struct {
 	serverKB, clientKB int64
 }
 
+// A suite is one SDK's load tests: the names to run, how to submit one to
+// a job server, and the header of its section in -out.
+type suite struct {
+	name   string // for logs
+	tests  []string
+	client func(ctx context.Context, test, addr string) *exec.Cmd
+	header func() string
+	// heading is the section's second-level heading in -out; "" for the
+	// Go suite, which owns the file's top (markdown.go).
+	heading string
+}
+
 func main() {
 	flag.Parse()
 	ctx := context.Background()
-	names := strings.Split(*tests, ",")
-	if err := build(ctx, names); err != nil {
+	var suites []suite
+	if !*pythonOnly {
+		suites = append(suites, goSuite())
+	}
+	if *python || *pythonOnly {
+		py, err := pythonSuite(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		suites = append(suites, py)
+	}
+	var goTests []string
+	if !*pythonOnly {
+		goTests = suites[0].tests
+	}
+	if err := build(ctx, goTests); err != nil {
 		log.Fatal(err)
 	}
-	opts := fmt.Sprintf(`{"num_records":%d,"key_size":10,"value_size":90}`, *records)
+	for _, su := range suites {
+		section := su.header() + table(su.tests, runSuite(ctx, su))
+		fmt.Print(section)
+		if *out != "" {
+			if err := writeSection(*out, su.heading, section); err != nil {
+				log.Fatal(err)
+			}
+		}
+	}
+}
+
+func goOpts() string {
+	return fmt.Sprintf(`{"num_records":%d,"key_size":10,"value_size":90}`, *records)
+}
+
+func goSuite() suite {
+	return suite{
+		name:  "go",
+		tests: strings.Split(*tests, ","),
+		client: func(ctx context.Context, test, addr string) *exec.Cmd {
+			cargs := []string{"--runner=universal", "--endpoint=" + addr, "--environment_type=LOOPBACK", "--input_options=" + goOpts()}
+			if loadBinary(test) == "cogbk" {
+				cargs = append(cargs, "--co_input_options="+goOpts())
+			}
+			return exec.CommandContext(ctx, filepath.Join(*bin, "load", loadBinary(test)), cargs...)
+		},
+		header: goHeader,
+	}
+}
+
+// runSuite runs each test of su on both runners, -runs times, the runners
+// alternating which goes first, and returns the samples by test and runner.
+func runSuite(ctx context.Context, su suite) map[string]map[string][]sample {
 	results := map[string]map[string][]sample{}
 	for r := range *runs {
-		for _, t := range names {
+		for _, t := range su.tests {
 			order := runners
 			if r%2 == 1 { // alternate who goes first
 				order = []runner{runners[1], runners[0]}
 			}
 			for _, rn := range order {
-				s, err := runOnce(ctx, rn, t, opts)
+				s, err := runOnce(ctx, rn, t, su.client)
 				if err != nil {
-					log.Fatalf("%s on %s, run %d: %v", t, rn.name, r+1, err)
+					log.Fatalf("%s %s on %s, run %d: %v", su.name, t, rn.name, r+1, err)
 				}
-				log.Printf("%s on %s, run %d: %v, server %d MB, client %d MB", t, rn.name, r+1,
+				log.Printf("%s %s on %s, run %d: %v, server %d MB, client %d MB", su.name, t, rn.name, r+1,
 					s.wall.Round(10*time.Millisecond), s.serverKB>>10, s.clientKB>>10)
 				if results[t] == nil {
 					results[t] = map[string][]sample{}
@@ -103,13 +171,7 @@ func main() {
 			}
 		}
 	}
-	table := render(names, results, opts)
-	fmt.Print(table)
-	if *out != "" {
-		if err := os.WriteFile(*out, []byte(table+otherSections(*out)), 0o644); err != nil {
-			log.Fatal(err)
-		}
-	}
+	return results
 }
 
 func build(ctx context.Context, names []string) error {
@@ -134,15 +196,28 @@ func build(ctx context.Context, names []string) error {
 	return nil
 }
 
-func runOnce(ctx context.Context, rn runner, test, opts string) (sample, error) {
+// runOnce starts rn's job server on a free port, runs the client that
+// client makes for test against it, and measures the client's wall time
+// and peak RSS and the server's peak RSS.
+func runOnce(ctx context.Context, rn runner, test string, client func(ctx context.Context, test, addr string) *exec.Cmd) (sample, error) {
 	port, err := validatesrunner.FreePort()
 	if err != nil {
 		return sample{}, err
 	}
 	args := rn.server(port)
-	for v, flag := range variants {
-		if rn.name == "weir" && strings.HasSuffix(test, v) {
-			args = append(args, flag)
+	if rn.name == "weir" {
+		// A state folder of its own, so that no run reads another's (or
+		// another weir's on this machine) job records.
+		dir, err := os.MkdirTemp("", "loadbench-weir-")
+		if err != nil {
+			return sample{}, err
+		}
+		defer os.RemoveAll(dir)
+		args = append(args, "--state-dir="+dir)
+		for v, flag := range variants {
+			if strings.HasSuffix(test, v) {
+				args = append(args, flag)
+			}
 		}
 	}
 	srv := exec.CommandContext(ctx, filepath.Join(*bin, args[0]), args[1:]...)
@@ -155,18 +230,14 @@ func runOnce(ctx context.Context, rn runner, test, opts string) (sample, error) 
 	if err := waitPort(addr, time.Minute); err != nil {
 		return sample{}, fmt.Errorf("%s server: %w", rn.name, err)
 	}
-	cargs := []string{"--runner=universal", "--endpoint=" + addr, "--environment_type=LOOPBACK", "--input_options=" + opts}
-	if test == "cogbk" {
-		cargs = append(cargs, "--co_input_options="+opts)
-	}
-	cl := exec.CommandContext(ctx, filepath.Join(*bin, "load", loadBinary(test)), cargs...)
+	cl := client(ctx, test, addr)
 	var logs strings.Builder
 	cl.Stdout, cl.Stderr = &logs, &logs
 	start := time.Now()
 	if err := cl.Run(); err != nil {
 		tail := logs.String()
-		if len(tail) > 2000 {
-			tail = tail[len(tail)-2000:]
+		if len(tail) > 4000 {
+			tail = tail[len(tail)-4000:]
 		}
 		return sample{}, fmt.Errorf("client: %w\n%s", err, tail)
 	}
@@ -221,60 +292,4 @@ func med(ss []sample, f func(sample) float64) float64 {
 		xs[i] = f(s)
 	}
 	return median(xs)
-}
-
-func render(names []string, res map[string]map[string][]sample, opts string) string {
-	var b strings.Builder
-	host, _ := os.Hostname()
-	fmt.Fprintf(&b, "# Benchmarks\n\nGenerated by `make bench` (pipelines/loadbench) on %s: Beam's Go load tests\n", time.Now().UTC().Format("2006-01-02"))
-	fmt.Fprintf(&b, "(`go/test/load/*` from Beam v2.77.0) on weir and on Prism (Beam's own job server from the same module),\n")
-	fmt.Fprintf(&b, "alternating runners, %d runs each, medians shown. Input: `%s`.\n\n", *runs, opts)
-	fmt.Fprintf(&b, "Machine: %d cores, %s, %s, host %s. Wall is the client's, submit to exit;\n", runtime.NumCPU(), memTotal(), runtime.Version(), host)
-	fmt.Fprintf(&b, "runner RSS is the job server's peak resident set; the SDK worker runs in the client (LOOPBACK), whose peak is the last column.\n\n")
-	fmt.Fprintf(&b, "Reproduce: `go run ./pipelines/loadbench -records %d -runs %d -out docs/benchmarks.md`.\n\n", *records, *runs)
-	fmt.Fprintf(&b, "`combine` runs as weir does by default: lifted, until its first bundle finds that keys do not repeat, and then\n")
-	fmt.Fprintf(&b, "unlifted. `combine_lifted` is the combine test with weir serving `--adaptive-unlift=false` (it stays lifted and converts\n")
-	fmt.Fprintf(&b, "each input to an accumulator on its own where the precombine does not reduce), and `combine_unlifted` with\n")
-	fmt.Fprintf(&b, "`--combine-lifting=false` (the SDK runs the CombineFn on grouped values, no precombine); Prism runs them all as usual.\n")
-	fmt.Fprintf(&b, "`-tests` also takes `combine_fixed` (`--adaptive-precombine=false`: precombine in every bundle).\n\n")
-	b.WriteString("| test | weir wall | prism wall | wall ratio | weir runner RSS | prism runner RSS | RSS ratio | client RSS weir / prism |\n")
-	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-	for _, t := range names {
-		w, p := res[t]["weir"], res[t]["prism"]
-		ww, pw := med(w, func(s sample) float64 { return s.wall.Seconds() }), med(p, func(s sample) float64 { return s.wall.Seconds() })
-		wr, pr := med(w, func(s sample) float64 { return float64(s.serverKB) / 1024 }), med(p, func(s sample) float64 { return float64(s.serverKB) / 1024 })
-		wc, pc := med(w, func(s sample) float64 { return float64(s.clientKB) / 1024 }), med(p, func(s sample) float64 { return float64(s.clientKB) / 1024 })
-		fmt.Fprintf(&b, "| %s | %.1f s | %.1f s | %.2fx | %.0f MB | %.0f MB | %.2fx | %.0f / %.0f MB |\n", t, ww, pw, ww/pw, wr, pr, wr/pr, wc, pc)
-	}
-	return b.String()
-}
-
-func memTotal() string {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return "unknown memory"
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "MemTotal:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return fmt.Sprintf("%d GiB", kb>>20)
-		}
-	}
-	return "unknown memory"
-}
-
-// otherSections returns what follows the load tests in the file at path:
-// everything from its first second-level heading on, which other
-// benchmarks (bench-backfill, bench-checkpoint) keep there. The notes
-// between the table and that heading belong to the run they describe and
-// are dropped with it.
-func otherSections(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	if i := strings.Index(string(b), "\n## "); i >= 0 {
-		return "\n" + string(b[i+1:])
-	}
-	return ""
 }
