@@ -232,3 +232,18 @@ def test_refused_at_submission(server, windowfn, want):
   assert 'transform "Group"' in msg and "beam:transform:group_by_key:v1" in msg, msg
   assert want in msg, msg
   assert not touched, "the job ran a bundle before it was refused"
+
+
+def test_streaming_periodic_impulse(server):
+  """A streaming Python pipeline (no pre-optimization, a splittable DoFn
+  source that checkpoints itself) with fixed windows over its ticks."""
+  from apache_beam.transforms.periodicsequence import PeriodicImpulse
+  with beam.Pipeline(options=options(server, "--streaming")) as p:
+    ticks = p | PeriodicImpulse(start_timestamp=1, stop_timestamp=7,
+                                fire_interval=1, apply_windowing=False)
+    out = (ticks
+           | beam.Map(lambda t: window.TimestampedValue(("k", 1), int(t)))
+           | beam.WindowInto(window.FixedWindows(2))
+           | beam.CombinePerKey(sum)
+           | beam.Map(lambda kv, w=beam.DoFn.WindowParam: (int(w.start), kv[1])))
+    assert_that(out, equal_to([(0, 1), (2, 2), (4, 2), (6, 1)]))
