@@ -247,3 +247,33 @@ def test_streaming_periodic_impulse(server):
            | beam.CombinePerKey(sum)
            | beam.Map(lambda kv, w=beam.DoFn.WindowParam: (int(w.start), kv[1])))
     assert_that(out, equal_to([(0, 1), (2, 2), (4, 2), (6, 1)]))
+
+
+def test_teststream_triggers_and_late_data(server):
+  """Python's TestStream (beam:transform:teststream:v1) runs natively on
+  weir: on-time and late panes of an event-time trigger with allowed
+  lateness, accumulating, and an element past the lateness dropped."""
+  from apache_beam.testing.test_stream import TestStream
+  from apache_beam.transforms import trigger
+  stream = (TestStream()
+            .add_elements([window.TimestampedValue(("k", 1), 1),
+                           window.TimestampedValue(("k", 2), 2)])
+            .advance_watermark_to(10)  # fires [0, 10) on time: 3
+            .add_elements([window.TimestampedValue(("k", 4), 4)])  # late: 7
+            .advance_watermark_to(30)  # past the lateness of [0, 10)
+            .add_elements([window.TimestampedValue(("k", 8), 8)])  # dropped
+            .advance_watermark_to_infinity())
+  with beam.Pipeline(options=options(server, "--streaming")) as p:
+    out = (p
+           | stream
+           | beam.WindowInto(
+               window.FixedWindows(10),
+               trigger=trigger.AfterWatermark(late=trigger.AfterCount(1)),
+               accumulation_mode=trigger.AccumulationMode.ACCUMULATING,
+               allowed_lateness=15)
+           | beam.CombinePerKey(sum)
+           | beam.Map(lambda kv, pane=beam.DoFn.PaneInfoParam:
+                      (kv[1], pane.timing)))
+    from apache_beam.utils.windowed_value import PaneInfoTiming
+    assert_that(out, equal_to([(3, PaneInfoTiming.ON_TIME),
+                               (7, PaneInfoTiming.LATE)]))

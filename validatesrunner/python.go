@@ -95,7 +95,7 @@ func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	const max = 160
+	const max = 240
 	if len(s) > max {
 		s = s[:max] + "…"
 	}
