@@ -21,7 +21,6 @@ from apache_beam.io.restriction_trackers import OffsetRestrictionTracker
 from apache_beam.io.watermark_estimators import ManualWatermarkEstimator
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
-from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.portability.api import beam_job_api_pb2
 from apache_beam.portability.api import beam_job_api_pb2_grpc
 from apache_beam.runners.portability import portable_runner
@@ -41,12 +40,7 @@ def server():
   s.stop()
 
 
-def options(server, *args):
-  return PipelineOptions([
-      "--runner=PortableRunner",
-      "--job_endpoint=" + server.endpoint,
-      "--environment_type=LOOPBACK",
-  ] + list(args))
+options = weirtest.pipeline_options
 
 
 def job_service(server):

@@ -11,7 +11,6 @@ import pytest
 
 import apache_beam as beam
 from apache_beam.coders import coders
-from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that
 from apache_beam.testing.util import equal_to
 from apache_beam.transforms import userstate
@@ -28,12 +27,7 @@ def server():
   s.stop()
 
 
-def options(server, *extra):
-  return PipelineOptions([
-      "--runner=PortableRunner",
-      "--job_endpoint=%s" % server.endpoint,
-      "--environment_type=LOOPBACK",
-  ] + list(extra))
+options = weirtest.pipeline_options
 
 
 def _ordered_buffer(coder):

@@ -95,6 +95,16 @@ class Server:
     self._log.close()
 
 
+def pipeline_options(server, *args):
+  """Beam pipeline options that submit to server with a LOOPBACK worker."""
+  from apache_beam.options.pipeline_options import PipelineOptions
+  return PipelineOptions([
+      "--runner=PortableRunner",
+      "--job_endpoint=" + server.endpoint,
+      "--environment_type=LOOPBACK",
+  ] + list(args))
+
+
 class Kfake:
   """franz-go's in-memory Kafka broker (internal/tools/kfake) on a free port."""
 
