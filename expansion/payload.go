@@ -172,11 +172,14 @@ func (f *fields) stringMap(name string) (map[string]string, bool, error) {
 	return out, true, nil
 }
 
-// ignore marks fields that only tune Java's implementation as read.
-func (f *fields) ignore(names ...string) {
-	for _, n := range names {
-		f.lookup(n)
+// isEmpty reports whether a present field is a nil map or slice, which
+// the SDK's decoding gives for a null collection.
+func isEmpty(fd field) bool {
+	switch fd.v.Kind() {
+	case reflect.Map, reflect.Slice:
+		return fd.v.IsNil()
 	}
+	return false
 }
 
 // unused reports the fields nobody read: options this service does not know,

@@ -14,6 +14,9 @@ const (
 	ReadWithoutMetadataURN = "beam:transform:org.apache.beam:kafka_read_without_metadata:v1"
 	ReadWithMetadataURN    = "beam:transform:org.apache.beam:kafka_read_with_metadata:v1"
 	WriteURN               = "beam:transform:org.apache.beam:kafka_write:v1"
+	// WriteWithHeadersURN (Python's WriteToKafka(with_headers=True)) is
+	// refused by name: weir's write takes no rows.
+	WriteWithHeadersURN = "beam:transform:org.apache.beam:kafka_write_with_headers:v1"
 )
 
 // The only (de)serializers weir honours: keys and values stay raw bytes.
@@ -84,10 +87,14 @@ func readConfig(urn string, payload []byte) (*kafkaio.ReadConfig, error) {
 	}
 	c.CommitOffsetsInFinalize = commit
 
-	// These tune Java's reader (poll timeout, a reshuffle after the read and
-	// whether it may duplicate); weir's reader has none of them, and ignoring
-	// them changes no output.
-	f.ignore("consumer_polling_timeout", "redistribute", "redistribute_num_keys", "allow_duplicates")
+	add(readTuning(f))
+	// Java-only ways to build the consumer, and partition discovery, which
+	// weir's reader does not do: set, they would change what is read or how
+	// the brokers are reached, so they are refused, never dropped.
+	add(refuse(f, "dynamic_read_poll_interval_seconds",
+		"weir reads the partitions the topics have when the read starts and discovers no new ones"))
+	add(refuse(f, "consumer_factory_fn_class", "weir runs no Java consumer factory; its Kafka client is franz-go"))
+	add(refuse(f, "consumer_factory_fn_params", "weir runs no Java consumer factory; its Kafka client is franz-go"))
 	add(f.unused())
 
 	if len(errs) == 0 {
@@ -224,4 +231,50 @@ func readTimestampPolicy(f *fields, c *kafkaio.ReadConfig) error {
 	}
 	c.TimestampPolicy = p
 	return nil
+}
+
+// readTuning checks the fields that tune Java's reader and change no
+// output, as Java checks them, and accepts them:
+//
+//   - consumer_polling_timeout (seconds, Python sends 2): how long one poll
+//     of Java's consumer waits before its SDF checkpoints. weir's reader
+//     polls in a loop for as long as the read runs, so no record is missed
+//     whatever it is; Java refuses a value <= 0, so does weir.
+//   - redistribute, redistribute_num_keys, allow_duplicates: a
+//     Redistribute after the read, spreading records over workers. weir's
+//     stages after a read run on every core already, and its read never
+//     duplicates records, so allow_duplicates (a permission, not a request)
+//     changes nothing either.
+func readTuning(f *fields) error {
+	var errs []error
+	secs, ok, err := f.int64("consumer_polling_timeout")
+	switch {
+	case err != nil:
+		errs = append(errs, err)
+	case ok && secs <= 0:
+		errs = append(errs, fmt.Errorf("%s: field %s: %d s, want a positive number of seconds", f.urn, f.spell("consumer_polling_timeout"), secs))
+	}
+	n, ok, err := f.int64("redistribute_num_keys")
+	switch {
+	case err != nil:
+		errs = append(errs, err)
+	case ok && n < 0:
+		errs = append(errs, fmt.Errorf("%s: field %s: %d, want a count >= 0", f.urn, f.spell("redistribute_num_keys"), n))
+	}
+	for _, name := range []string{"redistribute", "allow_duplicates"} {
+		if _, err := f.bool(name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// refuse fails a field that is set (present and not null, nor an empty
+// map or list, which Python sends for None in some versions), saying why.
+func refuse(f *fields, name, why string) error {
+	fd, ok := f.lookup(name)
+	if !ok || isEmpty(fd) {
+		return nil
+	}
+	return f.errorf(fd, "not supported: %s", why)
 }

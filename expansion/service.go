@@ -74,6 +74,9 @@ func (s *Service) expand(req *jobpb.ExpansionRequest) (*jobpb.ExpansionResponse,
 			return nil, err
 		}
 		return writeResponse(req, cfg)
+	case WriteWithHeadersURN:
+		return nil, fmt.Errorf("transform %q: %s is not supported: weir's Kafka write takes KV<bytes, bytes> and writes no headers, topic, partition or timestamp per record; use WriteToKafka without with_headers",
+			t.GetUniqueName(), urn)
 	default:
 		return nil, fmt.Errorf("transform %q: unknown URN %q: weir expands only %s, %s and %s",
 			t.GetUniqueName(), urn, ReadWithoutMetadataURN, ReadWithMetadataURN, WriteURN)
