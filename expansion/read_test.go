@@ -249,7 +249,7 @@ func TestReadConfigErrors(t *testing.T) {
 		name: "malformed schema",
 		payload: func() []byte {
 			b, _ := proto.Marshal(&pipepb.ExternalConfigurationPayload{Schema: &pipepb.Schema{
-				Fields: []*pipepb.Field{{Name: "", Type: atomicType(pipepb.AtomicType_STRING, false)}},
+				Fields: []*pipepb.Field{{Name: "", Type: &pipepb.FieldType{TypeInfo: &pipepb.FieldType_AtomicType{AtomicType: pipepb.AtomicType_STRING}}}},
 			}})
 			return b
 		}(),

@@ -70,7 +70,7 @@ func readResponse(req *jobpb.ExpansionRequest, x ids, cfg *kafkaio.ReadConfig) (
 	elem := kvBytesCoder(c, x)
 	if cfg.WithMetadata {
 		elem = x.id("record")
-		c.Coders[elem] = &pipepb.Coder{Spec: &pipepb.FunctionSpec{Urn: urnRowCoder, Payload: metadataSchemaBytes}}
+		c.Coders[elem] = &pipepb.Coder{Spec: &pipepb.FunctionSpec{Urn: urnRowCoder, Payload: kafkaio.MetadataSchemaBytes()}}
 	}
 	bounded := pipepb.IsBounded_UNBOUNDED
 	if cfg.Bounded() {

@@ -138,7 +138,7 @@ func TestExpandReadWithMetadata(t *testing.T) {
 	if err := proto.Unmarshal(coder.GetSpec().GetPayload(), &s); err != nil {
 		t.Fatalf("row coder payload: %v", err)
 	}
-	if !proto.Equal(&s, MetadataSchema()) {
+	if !proto.Equal(&s, kafkaio.MetadataSchema()) {
 		t.Errorf("row schema %v, want MetadataSchema", &s)
 	}
 }

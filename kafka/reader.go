@@ -49,9 +49,15 @@ type Record struct {
 	Topic     string
 	Partition int32
 	Offset    int64
-	Key       []byte
-	Value     []byte
+	Key       []byte // nil for a record without a key
+	Value     []byte // nil for a record without a value (a tombstone)
 	EventTime mtime.Time
+	// Timestamp is the record's own Kafka timestamp in milliseconds, and
+	// TimestampType its kind (-1 none, 0 create time, 1 log append time),
+	// whatever the timestamp policy made of them; for WithMetadata.
+	Timestamp     int64
+	TimestampType int8
+	Headers       []kgo.RecordHeader
 }
 
 // Reader consumes the partitions of a source's topics. See the package
@@ -362,7 +368,8 @@ func (r *Reader) deliver(i int, rec *kgo.Record, t mtime.Time, now time.Time, ou
 	p.next = rec.Offset + 1
 	r.read++
 	*out = append(*out, Record{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
-		Key: rec.Key, Value: rec.Value, EventTime: t})
+		Key: rec.Key, Value: rec.Value, EventTime: t,
+		Timestamp: rec.Timestamp.UnixMilli(), TimestampType: rec.Attrs.TimestampType(), Headers: rec.Headers})
 	return nil
 }
 

@@ -18,7 +18,8 @@ import (
 // every partition, with per-partition watermarks: the watermark it emits
 // is the minimum over partitions that are neither idle nor ended. Its
 // elements are KV<bytes, bytes> (key, value; a record without a key has an
-// empty one) in the global window at their event time.
+// empty one), or with WithMetadata rows of kafkaio.MetadataSchema, in the
+// global window at their event time.
 type Source struct {
 	Config  *kafkaio.ReadConfig
 	Options ReaderOptions
@@ -70,7 +71,11 @@ func (s *Source) Run(ctx context.Context, out *executor.Output, inj *executor.In
 			return err
 		}
 		if len(recs) > 0 {
-			if err := out.Emit(ctx, 0, encodeRecords(recs)); err != nil {
+			encode := encodeRecords
+			if s.Config.WithMetadata {
+				encode = encodeMetadataRecords
+			}
+			if err := out.Emit(ctx, 0, encode(recs)); err != nil {
 				return err
 			}
 		}

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/weir-runner/weir/fileio"
 	"github.com/weir-runner/weir/kafkaio"
 	"github.com/weir-runner/weir/wire"
@@ -12,6 +15,10 @@ import (
 // Kafka reads and writes are runner-native: weir reads and writes Kafka
 // itself (package kafka). Their payloads and coders are checked here, at
 // submission, so that a pipeline weir would run wrong is refused.
+
+// urnRowCoder is Beam's row coder, of a read's output WithMetadata. The
+// runner cannot measure it, so it is length-prefixed on its edges.
+const urnRowCoder = "beam:coder:row:v1"
 
 func isKafka(urn string) bool { return urn == kafkaio.ReadURN || urn == kafkaio.WriteURN }
 
@@ -42,14 +49,15 @@ func (b *builder) kafkaErrors(id string) []error {
 			return []error{err}
 		}
 		var errs []error
-		if cfg.WithMetadata {
-			errs = append(errs, errors.New("with_metadata (KafkaRecord output) is not supported yet; the output is KV<bytes, bytes>"))
-		}
 		if len(t.GetInputs()) != 0 || len(t.GetOutputs()) != 1 {
 			return append(errs, fmt.Errorf("a Kafka read needs no inputs and one output, has %d and %d", len(t.GetInputs()), len(t.GetOutputs())))
 		}
 		out := t.GetOutputs()[sortedKeys(t.GetOutputs())[0]]
-		if err := b.kvBytes(out); err != nil {
+		check := b.kvBytes
+		if cfg.WithMetadata {
+			check = b.metadataRows
+		}
+		if err := check(out); err != nil {
 			errs = append(errs, fmt.Errorf("output: %w", err))
 		}
 		pc := b.comps.GetPcollections()[out]
@@ -86,6 +94,68 @@ func (b *builder) kvBytes(pcoll string) error {
 	}
 	if !ok {
 		return fmt.Errorf("PCollection %q has coder %q (%s), not KV<bytes, bytes>", pcoll, pc.GetCoderId(), b.describeCoder(pc.GetCoderId()))
+	}
+	return nil
+}
+
+// metadataRows checks that a PCollection's coder is a row coder of
+// kafkaio.MetadataSchema, the rows a read WithMetadata produces. Schema
+// ids and options may differ (an SDK may re-id the schema it was given);
+// field names, order and types may not.
+func (b *builder) metadataRows(pcoll string) error {
+	pc, ok := b.comps.GetPcollections()[pcoll]
+	if !ok {
+		return fmt.Errorf("PCollection %q is not defined", pcoll)
+	}
+	c := b.comps.Coders[pc.GetCoderId()]
+	if c.GetSpec().GetUrn() != urnRowCoder {
+		return fmt.Errorf("PCollection %q has coder %q (%s), not a row of Kafka records (with_metadata)", pcoll, pc.GetCoderId(), b.describeCoder(pc.GetCoderId()))
+	}
+	var got pipepb.Schema
+	if err := proto.Unmarshal(c.GetSpec().GetPayload(), &got); err != nil {
+		return fmt.Errorf("PCollection %q: row coder %q: bad schema: %w", pcoll, pc.GetCoderId(), err)
+	}
+	if err := sameFields(&got, kafkaio.MetadataSchema()); err != nil {
+		return fmt.Errorf("PCollection %q: row coder %q is not of Kafka records (with_metadata): %w", pcoll, pc.GetCoderId(), err)
+	}
+	return nil
+}
+
+// sameFields compares two schemas' fields by name, order and type, not
+// by ids or options.
+func sameFields(got, want *pipepb.Schema) error {
+	if len(got.GetFields()) != len(want.GetFields()) {
+		return fmt.Errorf("%d fields, want %d", len(got.GetFields()), len(want.GetFields()))
+	}
+	for i, w := range want.GetFields() {
+		g := got.GetFields()[i]
+		if g.GetName() != w.GetName() {
+			return fmt.Errorf("field %d is %q, want %q", i, g.GetName(), w.GetName())
+		}
+		if err := sameType(g.GetType(), w.GetType()); err != nil {
+			return fmt.Errorf("field %s: %w", w.GetName(), err)
+		}
+	}
+	return nil
+}
+
+func sameType(got, want *pipepb.FieldType) error {
+	if got.GetNullable() != want.GetNullable() {
+		return fmt.Errorf("nullable %v, want %v", got.GetNullable(), want.GetNullable())
+	}
+	switch {
+	case want.GetRowType() != nil:
+		if got.GetRowType() == nil {
+			return errors.New("not a row")
+		}
+		return sameFields(got.GetRowType().GetSchema(), want.GetRowType().GetSchema())
+	case want.GetArrayType() != nil:
+		if got.GetArrayType() == nil {
+			return errors.New("not an array")
+		}
+		return sameType(got.GetArrayType().GetElementType(), want.GetArrayType().GetElementType())
+	case got.GetAtomicType() != want.GetAtomicType() || got.GetAtomicType() == pipepb.AtomicType_UNSPECIFIED:
+		return fmt.Errorf("type %v, want %v", got.GetTypeInfo(), want.GetTypeInfo())
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/weir-runner/weir/kafkaio"
 )
@@ -71,7 +72,14 @@ func TestKafkaRefused(t *testing.T) {
 		{"with metadata", func(p *pipepb.Pipeline) {
 			_, tr := find(p, kafkaio.ReadURN)
 			tr.Spec.Payload = []byte(`{"bootstrap_servers": ["x"], "topics": ["in"], "with_metadata": true}`)
-		}, []string{"with_metadata"}},
+		}, []string{kafkaio.ReadURN, "beam:coder:kv:v1", "not a row of Kafka records (with_metadata)"}},
+		{"with metadata, another row", func(p *pipepb.Pipeline) {
+			_, tr := find(p, kafkaio.ReadURN)
+			tr.Spec.Payload = []byte(`{"bootstrap_servers": ["x"], "topics": ["in"], "with_metadata": true}`)
+			s := kafkaio.MetadataSchema()
+			s.Fields = s.Fields[:8]
+			metadataOutput(t, p, tr, s)
+		}, []string{kafkaio.ReadURN, "not of Kafka records", "8 fields, want 9"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := kafkaPipeline(t)
@@ -86,6 +94,38 @@ func TestKafkaRefused(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// metadataOutput gives the read tr's output a row coder of schema s.
+func metadataOutput(t *testing.T, p *pipepb.Pipeline, tr *pipepb.PTransform, s *pipepb.Schema) {
+	t.Helper()
+	b, err := proto.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Components.Coders["rows"] = &pipepb.Coder{Spec: &pipepb.FunctionSpec{Urn: "beam:coder:row:v1", Payload: b}}
+	p.Components.Pcollections[tr.Outputs[sortedKeys(tr.Outputs)[0]]].CoderId = "rows"
+}
+
+// TestKafkaWithMetadata: a read with metadata whose output is a row of
+// kafkaio.MetadataSchema (as weir's expansion service makes it, schema id
+// aside) is a Kafka read stage.
+func TestKafkaWithMetadata(t *testing.T) {
+	p := kafkaPipeline(t)
+	_, tr := find(p, kafkaio.ReadURN)
+	tr.Spec.Payload = []byte(`{"bootstrap_servers": ["x"], "topics": ["in"], "with_metadata": true, "max_records": 3}`)
+	s := kafkaio.MetadataSchema()
+	s.Id = "another-id"
+	metadataOutput(t, p, tr, s)
+	plan, err := Build(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range plan.Stages {
+		if st.Kind == KindKafkaRead && !st.KafkaRead.WithMetadata {
+			t.Errorf("read stage %+v lost with_metadata", st.KafkaRead)
+		}
 	}
 }
 

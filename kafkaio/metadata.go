@@ -1,4 +1,4 @@
-package expansion
+package kafkaio
 
 import (
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
@@ -10,11 +10,11 @@ import (
 // UUIDs.
 const metadataSchemaID = "a208ae37-7686-4dc5-b047-082759c28780"
 
-// MetadataSchema is the row schema of kafka_read_with_metadata's output,
-// field for field what Java's KafkaIO produces for cross-language reads
-// (ByteArrayKafkaRecord), so a pipeline that reads those rows by name works
-// unchanged. The runner encodes each record as a beam:coder:row:v1 row of
-// this schema:
+// MetadataSchema is the row schema of the output of a read WithMetadata
+// (Beam's kafka_read_with_metadata), field for field what Java's KafkaIO
+// produces for cross-language reads (ByteArrayKafkaRecord), so a pipeline
+// that reads those rows by name works unchanged. The runner encodes each
+// record as a beam:coder:row:v1 row of this schema:
 //
 //	topic string, partition int32, offset int64, timestamp int64 (ms),
 //	key nullable bytes, value nullable bytes,
@@ -22,7 +22,9 @@ const metadataSchemaID = "a208ae37-7686-4dc5-b047-082759c28780"
 //	timestampTypeId int32, timestampTypeName string
 //
 // timestampTypeId and timestampTypeName are Kafka's: -1 "NoTimestampType",
-// 0 "CreateTime", 1 "LogAppendTime".
+// 0 "CreateTime", 1 "LogAppendTime". headers is never null (Kafka's
+// consumer gives every record a list, maybe empty); key and value are null
+// for a record without one.
 func MetadataSchema() *pipepb.Schema {
 	return proto.Clone(metadataSchema).(*pipepb.Schema)
 }
@@ -55,7 +57,10 @@ var metadataSchema = &pipepb.Schema{
 	},
 }
 
-// metadataSchemaBytes is the payload of the output's row coder.
+// MetadataSchemaBytes returns the payload of the output's row coder: the
+// marshalled MetadataSchema.
+func MetadataSchemaBytes() []byte { return append([]byte(nil), metadataSchemaBytes...) }
+
 var metadataSchemaBytes = func() []byte {
 	b, err := proto.Marshal(metadataSchema)
 	if err != nil {
