@@ -33,7 +33,7 @@ func TestMetadataRow(t *testing.T) {
 		{Topic: "clicks", Partition: 3, Offset: 1 << 40, Key: []byte("k"), Value: []byte("v"), EventTime: 77,
 			Timestamp: 1700000000123, TimestampType: 0,
 			Headers: []kgo.RecordHeader{{Key: "h1", Value: []byte("x")}, {Key: "h2"}}},
-		{Topic: "t", Partition: 0, Offset: 0, Timestamp: 5, TimestampType: 1},                      // no key, no value
+		{Topic: "t", Partition: 0, Offset: 0, Timestamp: 5, TimestampType: 1},                                 // no key, no value
 		{Topic: "t", Partition: 2147483647, Key: []byte{}, Value: []byte{}, Timestamp: -1, TimestampType: -1}, // empty, not null
 	}
 	coders := map[string]*pipepb.Coder{
