@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -128,30 +129,73 @@ func (g *Graph) listen(st *subtask, op Operator) {
 	g.mu.Unlock()
 }
 
-// CheckpointComplete tells every operator that is a CheckpointListener
-// that checkpoint id is complete (durable). It does not block: each
-// subtask hears of it in its own goroutine. The runner calls it once the
-// checkpoint is visible in storage.
+// listenSource registers a source for completions if it is a
+// CheckpointListener. It hears of them in its own goroutine, inside
+// Injector.Poll, between its emissions. Sources are kept apart from the
+// operators: WaitCommitted waits for what sinks make visible, and a
+// source's commit (a Kafka read's consumer offsets) is not that.
+func (g *Graph) listenSource(st *subtask, src Source) {
+	if _, ok := src.(CheckpointListener); !ok {
+		return
+	}
+	st.completions = newCompletions()
+	g.mu.Lock()
+	g.sourceListeners = append(g.sourceListeners, st)
+	g.mu.Unlock()
+}
+
+// CheckpointComplete tells every operator and source that is a
+// CheckpointListener that checkpoint id is complete (durable). It does
+// not block: each subtask hears of it in its own goroutine. The runner
+// calls it once the checkpoint is visible in storage.
 func (g *Graph) CheckpointComplete(id BarrierID) {
 	g.mu.Lock()
-	ls := g.listeners
+	ls := append(slices.Clip(g.listeners), g.sourceListeners...)
 	g.mu.Unlock()
 	for _, st := range ls {
 		st.completions.post(id)
 	}
 }
 
-// deliverCompletion hands the newest completion to the subtask's operator.
-func deliverCompletion(ctx context.Context, st *subtask, op Operator) error {
-	id := st.completions.take()
+// deliverCompletion hands the newest completion to the subtask's listener.
+func deliverCompletion(ctx context.Context, c *completions, l CheckpointListener) error {
+	id := c.take()
 	if id == 0 {
 		return nil
 	}
-	if err := op.(CheckpointListener).CheckpointComplete(ctx, id); err != nil {
+	if err := l.CheckpointComplete(ctx, id); err != nil {
 		return fmt.Errorf("commit of checkpoint %d: %w", id, err)
 	}
-	st.completions.note(id, false)
+	c.note(id, false)
 	return nil
+}
+
+// EndListener is implemented by sources that act once the whole graph has
+// ended. GraphEnded runs once per Graph.Run, after every subtask has
+// returned, with the graph's error: nil when every subtask finished, so
+// everything the source emitted has been processed and every sink has
+// flushed or committed it. A Kafka read with CommitOffsetsInFinalize
+// commits its final offsets then. A source hears it also when the graph
+// failed (its own Run may have failed, or been cancelled), so it can
+// release what it holds; an error it returns on success fails the graph.
+// A graph that fails while it starts its subtasks tells no one.
+type EndListener interface {
+	GraphEnded(ctx context.Context, err error) error
+}
+
+// graphEnded tells the sources that are EndListeners that the graph
+// ended with err, and returns the graph's error.
+func graphEnded(ctx context.Context, srcs []Source, err error) error {
+	for _, src := range srcs {
+		l, ok := src.(EndListener)
+		if !ok {
+			continue
+		}
+		if lerr := l.GraphEnded(ctx, err); lerr != nil && err == nil {
+			err = lerr
+		}
+	}
+	return err
 }
 
 // completionsOf returns the channel a subtask's loop selects on; nil (never

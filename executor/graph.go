@@ -66,6 +66,8 @@ type Graph struct {
 	targets     []*subtask
 	lastBarrier BarrierID
 	listeners   []*subtask // operators that hear of completed checkpoints (commit.go)
+	// sourceListeners are the sources that hear of them (commit.go).
+	sourceListeners []*subtask
 }
 
 type subtask struct {
@@ -88,6 +90,7 @@ func (g *Graph) Run(ctx context.Context, barriers <-chan BarrierID) error {
 	if err != nil {
 		return err
 	}
+	parent := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -100,8 +103,9 @@ func (g *Graph) Run(ctx context.Context, barriers <-chan BarrierID) error {
 		g.Now = time.Now
 	}
 	g.mu.Lock()
-	g.targets, g.lastBarrier, g.listeners = nil, 0, nil
+	g.targets, g.lastBarrier, g.listeners, g.sourceListeners = nil, 0, nil, nil
 	g.mu.Unlock()
+	var sources []Source // every source made, for graphEnded
 	for _, row := range subs {
 		for _, st := range row {
 			n := g.Nodes[st.node]
@@ -114,8 +118,14 @@ func (g *Graph) Run(ctx context.Context, barriers <-chan BarrierID) error {
 					return fmt.Errorf("executor: node %s has no inputs and no NewSource", n.Name)
 				}
 				src, err = n.NewSource(st.index, st.out)
+				if err == nil {
+					sources = append(sources, src)
+				}
 				if rs != nil && rs.Finished {
 					src = endedSource{}
+				}
+				if err == nil {
+					g.listenSource(st, src)
 				}
 				g.mu.Lock()
 				g.targets = append(g.targets, st)
@@ -148,10 +158,11 @@ func (g *Graph) Run(ctx context.Context, barriers <-chan BarrierID) error {
 	for {
 		select {
 		case <-done:
-			if firstErr == nil && ctx.Err() != nil {
-				return context.Cause(ctx)
+			err := firstErr
+			if err == nil && ctx.Err() != nil {
+				err = context.Cause(ctx)
 			}
-			return firstErr
+			return graphEnded(parent, sources, err)
 		case id := <-barriers:
 			g.mu.Lock()
 			g.lastBarrier = id
@@ -199,6 +210,9 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 	if src != nil {
 		if rs != nil {
 			inj.restored = rs.State
+		}
+		if l, ok := src.(CheckpointListener); ok && st.completions != nil {
+			inj.completions, inj.listener = st.completions, l
 		}
 		if err := src.Run(ctx, st.out, inj); err != nil {
 			return err
@@ -286,7 +300,7 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 				return err
 			}
 		case <-completionsOf(st):
-			if err := deliverCompletion(ctx, st, op); err != nil {
+			if err := deliverCompletion(ctx, st.completions, op.(CheckpointListener)); err != nil {
 				return err
 			}
 		case <-ctx.Done():
@@ -390,7 +404,15 @@ type Injector struct {
 	// ended, recorded with its snapshots.
 	watermarks []mtime.Time
 	restored   []byte // see Restored
+	// completions and listener: a source that is a CheckpointListener
+	// hears of completed checkpoints in Poll.
+	completions *completions
+	listener    CheckpointListener
 }
+
+// Barrier returns the newest barrier the source has forwarded; inside an
+// OnSnapshot function, the barrier whose snapshot it is taking.
+func (inj *Injector) Barrier() BarrierID { return inj.last }
 
 // OnSnapshot registers what a source adds to each snapshot it takes: its
 // position (TestStream's next event, whether Impulse fired, Kafka
@@ -447,6 +469,15 @@ func (inj *Injector) Poll() (int, error) {
 					Watermarks: inj.watermarks})
 			}
 		default:
+			if inj.completions != nil {
+				select {
+				case <-inj.completions.ready:
+					if err := deliverCompletion(inj.ctx, inj.completions, inj.listener); err != nil {
+						return inj.n, err
+					}
+				default:
+				}
+			}
 			return inj.n, nil
 		}
 	}

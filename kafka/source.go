@@ -27,7 +27,15 @@ type Source struct {
 	Metrics *Metrics
 	// Transform is the transform's ID, which labels its metrics.
 	Transform string
+
+	// commits commits offsets with CommitOffsetsInFinalize (commit.go).
+	commits *committer
 }
+
+var (
+	_ executor.CheckpointListener = (*Source)(nil)
+	_ executor.EndListener        = (*Source)(nil)
+)
 
 // Run implements executor.Source: it opens the reader (retrying until the
 // brokers and topics are there), then emits each poll's records and every
@@ -45,11 +53,18 @@ func (s *Source) Run(ctx context.Context, out *executor.Output, inj *executor.In
 	// Until the reader is open, a snapshot records the restored position,
 	// or none: nothing has been read.
 	var r *Reader
+	if s.Config.CommitOffsetsInFinalize {
+		s.commits = newCommitter(s.Config, opts)
+	}
 	inj.OnSnapshot(func() ([]byte, error) {
 		if r == nil {
 			return restored, nil
 		}
-		return json.Marshal(r.Position())
+		pos := r.Position()
+		if s.commits != nil {
+			s.commits.snapshot(inj.Barrier(), pos)
+		}
+		return json.Marshal(pos)
 	})
 	if _, err := inj.Poll(); err != nil {
 		return err
@@ -88,7 +103,36 @@ func (s *Source) Run(ctx context.Context, out *executor.Output, inj *executor.In
 	if _, err := inj.Poll(); err != nil {
 		return err
 	}
-	return out.Watermark(ctx, mtime.MaxTimestamp)
+	if err := out.Watermark(ctx, mtime.MaxTimestamp); err != nil {
+		return err
+	}
+	if s.commits != nil {
+		pos := r.Position()
+		s.commits.final = &pos
+	}
+	return nil
+}
+
+// CheckpointComplete implements executor.CheckpointListener: with
+// CommitOffsetsInFinalize it commits the offsets of the source's snapshot
+// of checkpoint id (commit.go). It runs in the source's goroutine.
+func (s *Source) CheckpointComplete(ctx context.Context, id executor.BarrierID) error {
+	if s.commits != nil {
+		s.commits.completed(ctx, id)
+	}
+	return nil
+}
+
+// GraphEnded implements executor.EndListener: with
+// CommitOffsetsInFinalize, a graph that ended without error commits the
+// read's final offsets.
+func (s *Source) GraphEnded(ctx context.Context, err error) error {
+	if s.commits == nil {
+		return nil
+	}
+	c := s.commits
+	s.commits = nil
+	return c.end(ctx, err)
 }
 
 // noFiring is the pane of elements a source emits.

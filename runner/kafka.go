@@ -41,10 +41,18 @@ func (k *kafkaJob) node(n *executor.Node, s *translate.Stage, plan *translate.Pl
 			sort.Strings(unknown)
 			k.j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "kafka source %s: consumer_config keys %s are not used by weir", s.Name, strings.Join(unknown, ", "))
 		}
+		if s.KafkaRead.CommitOffsetsInFinalize && !s.KafkaRead.Bounded() && pipelineOption(k.j.Options, CheckpointIntervalOption) == "" {
+			k.j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "kafka source %s: commit_offset_in_finalize commits group %q's offsets when a checkpoint completes or the read ends; this unbounded read in a job without --%s commits none until it ends",
+				s.Name, s.KafkaRead.ConsumerConfig["group.id"], CheckpointIntervalOption)
+		}
 		n.Parallelism = 1
-		src := &kafka.Source{Config: s.KafkaRead, Transform: s.Transforms[0], Metrics: k.metrics,
-			Options: kafka.ReaderOptions{Name: s.Name, Groups: k.groups, OnError: k.onError()}}
-		n.NewSource = func(int, *executor.Output) (executor.Source, error) { return src, nil }
+		onError := k.onError()
+		// A new Source for every run of the graph: it keeps the offsets
+		// it has still to commit.
+		n.NewSource = func(int, *executor.Output) (executor.Source, error) {
+			return &kafka.Source{Config: s.KafkaRead, Transform: s.Transforms[0], Metrics: k.metrics,
+				Options: kafka.ReaderOptions{Name: s.Name, Groups: k.groups, OnError: onError}}, nil
+		}
 	case translate.KindKafkaWrite:
 		if unknown := kafka.UnknownProducerKeys(s.KafkaWrite); len(unknown) > 0 {
 			sort.Strings(unknown)
