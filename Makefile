@@ -25,12 +25,14 @@ test: vet
 # (apache-beam pinned), made once and reused (python/venv.sh), and the
 # tests under python/ against bin/weir and bin/kfake.
 PYTESTFLAGS ?=
-.PHONY: python-env python-test kfake
+.PHONY: python-env python-test kfake kafkaoffsets
 python-env:
 	@python/venv.sh >/dev/null
 kfake:
 	$(GO) build -o $(BIN)/kfake ./internal/tools/kfake
-python-test: build kfake python-env
+kafkaoffsets:
+	$(GO) build -o $(BIN)/kafkaoffsets ./internal/tools/kafkaoffsets
+python-test: build kfake kafkaoffsets python-env
 	cd python && "$$(./venv.sh)" -m pytest -q -rs $(PYTESTFLAGS)
 
 # ValidatesRunner: Beam's own Go runner test packages against a job server in

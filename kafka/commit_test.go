@@ -40,7 +40,7 @@ func (s *countSink) Process(_ context.Context, _ int, elems [][]byte) error {
 	}
 	return nil
 }
-func (s *countSink) Watermark(context.Context, int, mtime.Time) error   { return nil }
+func (s *countSink) Watermark(context.Context, int, mtime.Time) error  { return nil }
 func (s *countSink) Barrier(context.Context, executor.BarrierID) error { return nil }
 func (s *countSink) Finish(context.Context) error                      { return nil }
 

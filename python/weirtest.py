@@ -5,6 +5,7 @@ process, as Beam's own prism_runner_test.py does against Prism. The binary
 is WEIR_BIN, or bin/weir of this repository (`make build` makes it).
 """
 
+import json
 import os
 import re
 import socket
@@ -123,6 +124,17 @@ class Kfake:
   @property
   def bootstrap(self):
     return "127.0.0.1:%d" % self.port
+
+  def committed(self, group):
+    """The group's committed offsets, {topic: {partition: offset}}, read
+    with bin/kafkaoffsets (internal/tools/kafkaoffsets)."""
+    binary = os.environ.get(
+        "WEIR_KAFKAOFFSETS_BIN", os.path.join(REPO, "bin", "kafkaoffsets"))
+    out = subprocess.run(
+        [binary, "--bootstrap=" + self.bootstrap, "--group=" + group],
+        check=True, capture_output=True, text=True, timeout=60).stdout
+    return {t: {int(p): o for p, o in ps.items()}
+            for t, ps in json.loads(out).items()}
 
   def stop(self):
     if self.proc.poll() is None:
