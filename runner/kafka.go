@@ -41,7 +41,7 @@ func (k *kafkaJob) node(n *executor.Node, s *translate.Stage, plan *translate.Pl
 			sort.Strings(unknown)
 			k.j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "kafka source %s: consumer_config keys %s are not used by weir", s.Name, strings.Join(unknown, ", "))
 		}
-		if s.KafkaRead.CommitOffsetsInFinalize && !s.KafkaRead.Bounded() && pipelineOption(k.j.Options, CheckpointIntervalOption) == "" {
+		if s.KafkaRead.CommitOffsetsInFinalize && !s.KafkaRead.Bounded() && !takesCheckpoints(k.j) {
 			k.j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "kafka source %s: commit_offset_in_finalize commits group %q's offsets when a checkpoint completes or the read ends; this unbounded read in a job without --%s commits none until it ends",
 				s.Name, s.KafkaRead.ConsumerConfig["group.id"], CheckpointIntervalOption)
 		}
