@@ -18,6 +18,8 @@ const (
 	urnRowCoder          = "beam:coder:row:v1"
 	urnGlobalWindowCoder = "beam:coder:global_window:v1"
 	urnGlobalWindows     = "beam:window_fn:global_windows:v1"
+	// urnGenericComposite is the URN Python gives a composite of its own.
+	urnGenericComposite = "beam:transform:generic_composite:v1"
 )
 
 // ReadOutputTag is the tag of a read's one output.
@@ -91,9 +93,19 @@ func readResponse(req *jobpb.ExpansionRequest, x ids, cfg *kafkaio.ReadConfig) (
 	return &jobpb.ExpansionResponse{Components: c, Transform: t}, nil
 }
 
-// writeResponse expands a write into one primitive that consumes the
-// request's input and has no output.
-func writeResponse(req *jobpb.ExpansionRequest, cfg *kafkaio.WriteConfig) (*jobpb.ExpansionResponse, error) {
+// WrittenTag is the tag of the write primitive's one output, which no
+// transform reads and which carries nothing.
+const WrittenTag = "written"
+
+// writeResponse expands a write into a composite with no outputs (what the
+// request asks for: the Go SDK checks the count) over one primitive that
+// consumes the request's input. The primitive has an output of its own,
+// read by nothing: Python's pre-optimization drops every leaf whose
+// outputs are a subset of its inputs, a leaf with none included, so a
+// write without one vanished from a batch Python pipeline, which then
+// ended DONE having written nothing. Java's KafkaIO ends in a ParDo, which
+// has an output, for the same effect.
+func writeResponse(req *jobpb.ExpansionRequest, x ids, cfg *kafkaio.WriteConfig) (*jobpb.ExpansionResponse, error) {
 	urn := req.GetTransform().GetSpec().GetUrn()
 	in := req.GetTransform().GetInputs()
 	if len(in) != 1 {
@@ -103,19 +115,39 @@ func writeResponse(req *jobpb.ExpansionRequest, cfg *kafkaio.WriteConfig) (*jobp
 		return nil, fmt.Errorf("%s: a write has no outputs, the transform has %d", urn, n)
 	}
 	c := baseComponents(req)
+	var input *pipepb.PCollection
 	for tag, pc := range in {
 		if err := checkKVBytes(c, pc); err != nil {
 			return nil, fmt.Errorf("%s: input %s: %w", urn, tag, err)
 		}
+		input = c.Pcollections[pc]
 	}
 	payload, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding weir's write configuration: %w", urn, err)
 	}
-	t := &pipepb.PTransform{
-		UniqueName: req.GetTransform().GetUniqueName(),
+	name := req.GetTransform().GetUniqueName()
+	written := x.id("written")
+	bytes := x.id("bytes")
+	c.Coders[bytes] = &pipepb.Coder{Spec: &pipepb.FunctionSpec{Urn: urnBytesCoder}}
+	c.Pcollections[written] = &pipepb.PCollection{
+		UniqueName:          name + "/Write." + WrittenTag,
+		CoderId:             bytes,
+		IsBounded:           input.GetIsBounded(),
+		WindowingStrategyId: globalWindowing(c, x),
+	}
+	leaf := x.id("write")
+	c.Transforms[leaf] = &pipepb.PTransform{
+		UniqueName: name + "/Write",
 		Spec:       &pipepb.FunctionSpec{Urn: kafkaio.WriteURN, Payload: payload},
 		Inputs:     maps.Clone(in),
+		Outputs:    map[string]string{WrittenTag: written},
+	}
+	t := &pipepb.PTransform{
+		UniqueName:    name,
+		Spec:          &pipepb.FunctionSpec{Urn: urnGenericComposite},
+		Inputs:        maps.Clone(in),
+		Subtransforms: []string{leaf},
 	}
 	return &jobpb.ExpansionResponse{Components: c, Transform: t}, nil
 }

@@ -73,7 +73,7 @@ func (s *Service) expand(req *jobpb.ExpansionRequest) (*jobpb.ExpansionResponse,
 		if err != nil {
 			return nil, err
 		}
-		return writeResponse(req, cfg)
+		return writeResponse(req, x, cfg)
 	case WriteWithHeadersURN:
 		return nil, fmt.Errorf("transform %q: %s is not supported: weir's Kafka write takes KV<bytes, bytes> and writes no headers, topic, partition or timestamp per record; use WriteToKafka without with_headers",
 			t.GetUniqueName(), urn)

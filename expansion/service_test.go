@@ -53,9 +53,6 @@ func expandOK(t *testing.T, req *jobpb.ExpansionRequest) *jobpb.ExpansionRespons
 	if e := res.GetTransform().GetEnvironmentId(); e != "" {
 		t.Errorf("expanded transform has environment %q, want none", e)
 	}
-	if n := len(res.GetTransform().GetSubtransforms()); n != 0 {
-		t.Errorf("expanded transform has %d subtransforms, want a primitive", n)
-	}
 	return res
 }
 
@@ -64,6 +61,9 @@ func coderURN(c *pipepb.Components, id string) string { return c.GetCoders()[id]
 // checkReadOutput checks the read's one output PCollection and returns it.
 func checkReadOutput(t *testing.T, res *jobpb.ExpansionResponse) *pipepb.PCollection {
 	t.Helper()
+	if n := len(res.GetTransform().GetSubtransforms()); n != 0 {
+		t.Errorf("expanded read has %d subtransforms, want a primitive", n)
+	}
 	outs := res.GetTransform().GetOutputs()
 	if len(outs) != 1 {
 		t.Fatalf("read has outputs %v, want one", outs)
@@ -159,18 +159,27 @@ func kvComponents(key string) *pipepb.Components {
 func TestExpandWrite(t *testing.T) {
 	req := goRequest(WriteURN, beam.CrossLanguagePayload(goWrite("k:9092", "t")), map[string]string{"i0": "n3"}, kvComponents(urnBytesCoder))
 	res := expandOK(t, req)
-	tr := res.GetTransform()
+	comp := res.GetTransform()
+	if n := len(comp.GetOutputs()); n != 0 {
+		t.Errorf("write has %d outputs, want none (the Go SDK checks the count)", n)
+	}
+	if len(comp.GetSubtransforms()) != 1 {
+		t.Fatalf("expanded write has %d subtransforms, want one primitive", len(comp.GetSubtransforms()))
+	}
+	tr := res.GetComponents().GetTransforms()[comp.GetSubtransforms()[0]]
 	if tr.GetSpec().GetUrn() != kafkaio.WriteURN {
 		t.Fatalf("expanded URN %s, want %s", tr.GetSpec().GetUrn(), kafkaio.WriteURN)
+	}
+	// Python's pre-optimization drops a leaf whose outputs are a subset of
+	// its inputs: the primitive must write a PCollection of its own.
+	if out := tr.GetOutputs()[WrittenTag]; len(tr.GetOutputs()) != 1 || res.GetComponents().GetPcollections()[out] == nil {
+		t.Errorf("write primitive outputs %v, want one PCollection of its own under %q", tr.GetOutputs(), WrittenTag)
 	}
 	if cfg, err := kafkaio.DecodeWrite(tr.GetSpec().GetPayload()); err != nil || cfg.Topic != "t" {
 		t.Errorf("DecodeWrite = %+v, %v; want topic t", cfg, err)
 	}
 	if got := tr.GetInputs(); len(got) != 1 || got["i0"] != "n3" {
 		t.Errorf("inputs %v, want the request's {i0: n3}", got)
-	}
-	if n := len(tr.GetOutputs()); n != 0 {
-		t.Errorf("write has %d outputs, want none", n)
 	}
 	if _, ok := res.GetComponents().GetPcollections()["n3"]; !ok {
 		t.Error("the response's components lost the input PCollection")

@@ -69,8 +69,15 @@ func (b *builder) kafkaErrors(id string) []error {
 	if _, err := kafkaio.DecodeWrite(t.GetSpec().GetPayload()); err != nil {
 		return []error{err}
 	}
-	if len(t.GetInputs()) != 1 || len(t.GetOutputs()) != 0 {
-		return []error{fmt.Errorf("a Kafka write needs one input and no outputs, has %d and %d", len(t.GetInputs()), len(t.GetOutputs()))}
+	// weir's expansion gives the write an output no transform reads
+	// (expansion.WrittenTag), so that Python's pre-optimization keeps it.
+	if len(t.GetInputs()) != 1 || len(t.GetOutputs()) > 1 {
+		return []error{fmt.Errorf("a Kafka write needs one input and at most one output, has %d and %d", len(t.GetInputs()), len(t.GetOutputs()))}
+	}
+	for _, out := range t.GetOutputs() {
+		if r := b.readerOf(out); r != "" {
+			return []error{fmt.Errorf("output PCollection %q is read by transform %s, but a Kafka write outputs nothing", out, b.name(r))}
+		}
 	}
 	if err := b.kvBytes(t.GetInputs()[sortedKeys(t.GetInputs())[0]]); err != nil {
 		return []error{fmt.Errorf("input: %w", err)}
@@ -197,4 +204,20 @@ func (b *builder) placeKafka(id string) bool {
 		return false
 	}
 	return true
+}
+
+// readerOf returns a leaf transform that reads PCollection pc, or "".
+func (b *builder) readerOf(pc string) string {
+	for _, id := range sortedKeys(b.comps.GetTransforms()) {
+		t := b.comps.Transforms[id]
+		if len(t.GetSubtransforms()) > 0 {
+			continue
+		}
+		for _, in := range t.GetInputs() {
+			if in == pc {
+				return id
+			}
+		}
+	}
+	return ""
 }
