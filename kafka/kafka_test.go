@@ -145,6 +145,11 @@ func TestReadStart(t *testing.T) {
 		{"committed", kafkaio.ReadConfig{Start: kafkaio.StartCommitted,
 			ConsumerConfig: map[string]string{"group.id": "g", "auto.offset.reset": "earliest"}}, nil,
 			[]string{"v1", "v2", "v4", "v5", "v6", "v7", "v8"}},
+		// a group that never committed (kfake answers GROUP_ID_NOT_FOUND)
+		// starts every partition where auto.offset.reset says
+		{"committed, new group", kafkaio.ReadConfig{Start: kafkaio.StartCommitted,
+			ConsumerConfig: map[string]string{"group.id": "never-committed", "auto.offset.reset": "earliest"}}, nil,
+			[]string{"v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8"}},
 		// last: it adds a record the others would read
 		{"latest", kafkaio.ReadConfig{Start: kafkaio.StartLatest}, []rec{{partition: 1, val: "new", ts: 99000}},
 			[]string{"new"}},

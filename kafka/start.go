@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-runner/weir/kafkaio"
@@ -117,6 +118,12 @@ func startOffsets(ctx context.Context, adm *kadm.Client, source string, cfg *kaf
 func committedOffsets(ctx context.Context, adm *kadm.Client, source string, cfg *kafkaio.ReadConfig) (kadm.ListedOffsets, error) {
 	group := cfg.ConsumerConfig["group.id"]
 	committed, err := adm.FetchOffsetsForTopics(ctx, group, cfg.Topics...)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		// A group that never committed: Kafka answers with no offsets,
+		// kfake (and some brokers) with this error. Either way every
+		// partition starts where auto.offset.reset says.
+		committed, err = kadm.OffsetResponses{}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kafka source %s: fetching the offsets group %q committed for %v: %w", source, group, cfg.Topics, err)
 	}
