@@ -18,15 +18,6 @@ from apache_beam.testing.util import equal_to
 
 import weirtest
 
-# The Python write job ends DONE but no record reaches the topic yet: the
-# SDK stage's output does not arrive at weir's Kafka sink (a Python
-# Create -> Map -> file DoFn runs; translate's plan is impulse -> sdk ->
-# kafka_write, as for Go). Until that is found, the tests that need
-# records skip instead of waiting out the timeout for a topic that never
-# appears.
-NEEDS_PYTHON_WRITE = pytest.mark.skip(
-    reason="WriteToKafka from a Python pipeline writes no records on weir yet")
-
 N = 20
 RECORDS = [(b"k%02d" % i, b"v%02d" % i) for i in range(N)]
 
@@ -89,13 +80,11 @@ def topic(server, kfake):
   return t
 
 
-@NEEDS_PYTHON_WRITE
 def test_round_trip(server, kfake, topic):
   read(server, kfake, topic,
        lambda recs: assert_that(recs, equal_to(RECORDS)))
 
 
-@NEEDS_PYTHON_WRITE
 def test_with_metadata(server, kfake, topic):
   def check(rows):
     got = rows | beam.Map(lambda r: (
@@ -110,7 +99,6 @@ def test_with_metadata(server, kfake, topic):
   read(server, kfake, topic, check, with_metadata=True)
 
 
-@NEEDS_PYTHON_WRITE
 def test_commit_offset_in_finalize(server, kfake, topic):
   group = "g-" + uuid.uuid4().hex[:8]
   assert kfake.committed(group) == {}
