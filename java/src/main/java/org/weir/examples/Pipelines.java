@@ -13,6 +13,12 @@ import org.apache.beam.sdk.coders.StringUtf8Coder;
 import org.apache.beam.sdk.coders.VarIntCoder;
 import org.apache.beam.sdk.options.PipelineOptions;
 import org.apache.beam.sdk.options.PipelineOptionsFactory;
+import org.apache.beam.sdk.io.GenerateSequence;
+import org.apache.beam.sdk.io.range.OffsetRange;
+import org.apache.beam.sdk.state.BagState;
+import org.apache.beam.sdk.state.CombiningState;
+import org.apache.beam.sdk.state.MapState;
+import org.apache.beam.sdk.state.SetState;
 import org.apache.beam.sdk.state.StateSpec;
 import org.apache.beam.sdk.state.StateSpecs;
 import org.apache.beam.sdk.state.TimeDomain;
@@ -30,7 +36,9 @@ import org.apache.beam.sdk.transforms.Flatten;
 import org.apache.beam.sdk.transforms.GroupByKey;
 import org.apache.beam.sdk.transforms.MapElements;
 import org.apache.beam.sdk.transforms.ParDo;
+import org.apache.beam.sdk.transforms.Reshuffle;
 import org.apache.beam.sdk.transforms.Sum;
+import org.apache.beam.sdk.transforms.splittabledofn.RestrictionTracker;
 import org.apache.beam.sdk.transforms.View;
 import org.apache.beam.sdk.transforms.WithTimestamps;
 import org.apache.beam.sdk.transforms.join.CoGbkResult;
@@ -71,6 +79,12 @@ public class Pipelines {
     ALL.put("sliding-windows", Pipelines::slidingWindows);
     ALL.put("sessions", Pipelines::sessions);
     ALL.put("test-stream", Pipelines::testStream);
+    ALL.put("state-kinds", Pipelines::stateKinds);
+    ALL.put("processing-time-timer", Pipelines::processingTimeTimer);
+    ALL.put("generate-sequence", Pipelines::generateSequence);
+    ALL.put("reshuffle", Pipelines::reshuffle);
+    ALL.put("splittable-dofn", Pipelines::splittable);
+    ALL.put("unbounded-source", Pipelines::unboundedSource);
   }
 
   /**
@@ -295,6 +309,161 @@ public class Pipelines {
                     .withAllowedLateness(Duration.ZERO)
                     .discardingFiredPanes());
     PAssert.that(countsWithWindow(w)).containsInAnyOrder("a@0-10=1", "b@0-10=1", "a@10-20=1");
+  }
+
+  /** Bag, set, map and combining state; emits per key at the window's end. */
+  static class StateKinds extends DoFn<KV<String, Integer>, String> {
+    @StateId("bag")
+    private final StateSpec<BagState<Integer>> bag = StateSpecs.bag(VarIntCoder.of());
+
+    @StateId("set")
+    private final StateSpec<SetState<Integer>> set = StateSpecs.set(VarIntCoder.of());
+
+    @StateId("map")
+    private final StateSpec<MapState<Integer, Integer>> map =
+        StateSpecs.map(VarIntCoder.of(), VarIntCoder.of());
+
+    @StateId("sum")
+    private final StateSpec<CombiningState<Integer, int[], Integer>> sum =
+        StateSpecs.combining(Sum.ofIntegers());
+
+    @TimerId("end")
+    private final TimerSpec end = TimerSpecs.timer(TimeDomain.EVENT_TIME);
+
+    @ProcessElement
+    public void process(
+        @Element KV<String, Integer> e,
+        @StateId("bag") BagState<Integer> bag,
+        @StateId("set") SetState<Integer> set,
+        @StateId("map") MapState<Integer, Integer> map,
+        @StateId("sum") CombiningState<Integer, int[], Integer> sum,
+        @TimerId("end") Timer end,
+        BoundedWindow w) {
+      bag.add(e.getValue());
+      set.add(e.getValue() % 2);
+      Integer seen = map.get(e.getValue() % 2).read();
+      map.put(e.getValue() % 2, (seen == null ? 0 : seen) + 1);
+      sum.add(e.getValue());
+      end.set(w.maxTimestamp());
+    }
+
+    @OnTimer("end")
+    public void onEnd(
+        @Key String key,
+        @StateId("bag") BagState<Integer> bag,
+        @StateId("set") SetState<Integer> set,
+        @StateId("map") MapState<Integer, Integer> map,
+        @StateId("sum") CombiningState<Integer, int[], Integer> sum,
+        OutputReceiver<String> out) {
+      int n = 0;
+      for (int ignored : bag.read()) {
+        n++;
+      }
+      int distinct = 0;
+      for (int ignored : set.read()) {
+        distinct++;
+      }
+      Integer odd = map.get(1).read();
+      out.output(key + " n=" + n + " parities=" + distinct + " odd=" + odd + " sum=" + sum.read());
+    }
+  }
+
+  static void stateKinds(Pipeline p) {
+    PAssert.that(kvs(p).apply(ParDo.of(new StateKinds())))
+        .containsInAnyOrder(
+            "a n=3 parities=1 odd=3 sum=9", "b n=1 parities=1 odd=null sum=2",
+            "c n=1 parities=1 odd=null sum=4");
+  }
+
+  /** Emits each key once, from a processing-time timer set on its first element. */
+  static class ProcessingTimeFlush extends DoFn<KV<String, Integer>, String> {
+    @StateId("n")
+    private final StateSpec<ValueState<Integer>> n = StateSpecs.value(VarIntCoder.of());
+
+    @TimerId("later")
+    private final TimerSpec later = TimerSpecs.timer(TimeDomain.PROCESSING_TIME);
+
+    @ProcessElement
+    public void process(
+        @Element KV<String, Integer> e,
+        @StateId("n") ValueState<Integer> n,
+        @TimerId("later") Timer later) {
+      Integer v = n.read();
+      if (v == null) {
+        later.offset(Duration.millis(100)).setRelative();
+      }
+      n.write((v == null ? 0 : v) + 1);
+    }
+
+    @OnTimer("later")
+    public void onLater(
+        @Key String key, @StateId("n") ValueState<Integer> n, OutputReceiver<String> out) {
+      out.output(key + "=" + n.read());
+    }
+  }
+
+  static void processingTimeTimer(Pipeline p) {
+    PAssert.that(kvs(p).apply(ParDo.of(new ProcessingTimeFlush())))
+        .containsInAnyOrder("a=3", "b=1", "c=1");
+  }
+
+  static void generateSequence(Pipeline p) {
+    PAssert.thatSingleton(p.apply(GenerateSequence.from(0).to(1000)).apply(Sum.longsGlobally()))
+        .isEqualTo(499500L);
+  }
+
+  static void reshuffle(Pipeline p) {
+    PAssert.that(kvs(p).apply(Reshuffle.of()).apply(Sum.integersPerKey()))
+        .containsInAnyOrder(KV.of("a", 9), KV.of("b", 2), KV.of("c", 4));
+    PAssert.that(p.apply("Ints", Create.of(1, 2, 3)).apply(Reshuffle.viaRandomKey()))
+        .containsInAnyOrder(1, 2, 3);
+  }
+
+  /** Emits 0..n-1 for each n, one restriction offset at a time. */
+  static class Count0ToN extends DoFn<Long, Long> {
+    @ProcessElement
+    public void process(
+        @Element Long n, RestrictionTracker<OffsetRange, Long> tracker, OutputReceiver<Long> out) {
+      for (long i = tracker.currentRestriction().getFrom(); tracker.tryClaim(i); i++) {
+        out.output(i);
+      }
+    }
+
+    @GetInitialRestriction
+    public OffsetRange initial(@Element Long n) {
+      return new OffsetRange(0, n);
+    }
+
+    @SplitRestriction
+    public void split(@Restriction OffsetRange r, OutputReceiver<OffsetRange> out) {
+      for (OffsetRange part : r.split(10, 1)) {
+        out.output(part);
+      }
+    }
+  }
+
+  static void splittable(Pipeline p) {
+    PAssert.thatSingleton(
+            p.apply("Ns", Create.of(100L, 50L))
+                .apply(ParDo.of(new Count0ToN()))
+                .apply(Sum.longsGlobally()))
+        .isEqualTo(4950L + 1225L);
+  }
+
+  static void unboundedSource(Pipeline p) {
+    // An unbounded source read to a number of records (Read.Unbounded behind
+    // BoundedReadFromUnboundedSource), windowed by its own timestamps.
+    PCollection<Long> ticks =
+        p.apply(
+            GenerateSequence.from(0)
+                .to(40)
+                .withRate(40, Duration.standardSeconds(1))
+                .withTimestampFn(i -> new Instant(i * 100)));
+    PAssert.that(
+            ticks
+                .apply(Window.into(FixedWindows.of(Duration.standardSeconds(1))))
+                .apply(Combine.globally(Sum.ofLongs()).withoutDefaults()))
+        .containsInAnyOrder(45L, 145L, 245L, 345L);
   }
 
   public static void main(String[] args) {
