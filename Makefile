@@ -20,6 +20,7 @@ test: vet
 	$(GO) test ./...
 	$(MAKE) vr-smoke
 	$(MAKE) python-test
+	$(MAKE) java-test
 
 # The Python side: a virtual environment with python/requirements.txt
 # (apache-beam pinned), made once and reused (python/venv.sh), and the
@@ -90,3 +91,14 @@ bench-checkpoint:
 .PHONY: run-python
 run-python: build python-env
 	cd python && "$$(./venv.sh)" run_example.py
+
+# The Java side (java/, Maven, Beam Java pinned in java/pom.xml): the word
+# count on weir, LOOPBACK and with an EXTERNAL Java worker pool
+# (java/run.sh); java-test also checks its counts and runs the pipelines of
+# org.weir.examples.Pipelines, each checked by PAssert. Maven's ~/.m2 is
+# the cache: the first build downloads, later ones run offline.
+.PHONY: run-java java-test
+run-java: build
+	java/run.sh example
+java-test: build
+	java/run.sh test

@@ -281,7 +281,7 @@ func (s *Server) stage(stream jobpb.ArtifactStagingService_ReverseArtifactRetrie
 	if err != nil {
 		return "", nil, fmt.Errorf("weir: staging job %s: %w", p.id, err)
 	}
-	artifacts, err := stageEnvironments(stream, p.pipeline, dir)
+	artifacts, err := stageEnvironments(stream, p.pipeline, dir, openArtifactCache(root))
 	if err != nil {
 		return dir, nil, fmt.Errorf("weir: staging job %s: %w", p.id, err)
 	}
@@ -297,8 +297,10 @@ type artifactStream interface {
 // stageEnvironments stages each environment's dependencies under
 // dir/env<n>/<i>/<name>, where n numbers the environments in ID order and i
 // the resolved artifacts; one directory per artifact keeps equal names
-// apart. Environment IDs come from the SDK and never become paths.
-func stageEnvironments(stream artifactStream, p *pipepb.Pipeline, dir string) (map[string][]*pipepb.ArtifactInformation, error) {
+// apart. Environment IDs come from the SDK and never become paths. An
+// artifact whose declared checksum is in cache (staged before, by this job
+// or another) is linked from there instead of fetched; cache may be nil.
+func stageEnvironments(stream artifactStream, p *pipepb.Pipeline, dir string, cache *artifactCache) (map[string][]*pipepb.ArtifactInformation, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
@@ -325,7 +327,7 @@ func stageEnvironments(stream artifactStream, p *pipepb.Pipeline, dir string) (m
 		}
 		for i, dep := range resolved {
 			rel := filepath.Join("env"+strconv.Itoa(n), strconv.Itoa(i), names[i])
-			info, err := fetchArtifact(stream, root, dir, rel, dep)
+			info, err := fetchArtifact(stream, root, dir, rel, dep, cache)
 			if err != nil {
 				return nil, fmt.Errorf("environment %q artifact %d (%s): %w", envID, i, names[i], err)
 			}
@@ -426,9 +428,10 @@ func expectedSHA256(dep *pipepb.ArtifactInformation) (string, error) {
 	return "", nil
 }
 
-// fetchArtifact asks the SDK for one artifact, writes it to rel under root,
-// and returns it as a FILE artifact with the same role.
-func fetchArtifact(stream artifactStream, root *os.Root, dir, rel string, dep *pipepb.ArtifactInformation) (*pipepb.ArtifactInformation, error) {
+// fetchArtifact writes one artifact to rel under root, from cache when it
+// holds the checksum the SDK declared, else asked of the SDK (and then
+// added to cache), and returns it as a FILE artifact with the same role.
+func fetchArtifact(stream artifactStream, root *os.Root, dir, rel string, dep *pipepb.ArtifactInformation, cache *artifactCache) (*pipepb.ArtifactInformation, error) {
 	want, err := expectedSHA256(dep)
 	if err != nil {
 		return nil, err
@@ -440,19 +443,23 @@ func fetchArtifact(stream artifactStream, root *os.Root, dir, rel string, dep *p
 	if dep.GetRoleUrn() == urnRoleGoWorker {
 		perm = 0o755 // a PROCESS environment may run it from here
 	}
-	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return nil, err
-	}
-	sum, err := receiveArtifact(stream, f, dep)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, err
-	}
-	if want != "" && sum != want {
-		return nil, fmt.Errorf("%w: received content has sha256 %s, SDK declared %s", errBadArtifact, sum, want)
+	sum := want
+	if !cache.link(want, filepath.Join(dir, rel), perm) {
+		f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		if err != nil {
+			return nil, err
+		}
+		sum, err = receiveArtifact(stream, f, dep)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, err
+		}
+		if want != "" && sum != want {
+			return nil, fmt.Errorf("%w: received content has sha256 %s, SDK declared %s", errBadArtifact, sum, want)
+		}
+		cache.add(sum, filepath.Join(dir, rel), perm)
 	}
 	payload, err := proto.Marshal(&pipepb.ArtifactFilePayload{Path: filepath.Join(dir, rel), Sha256: sum})
 	if err != nil {

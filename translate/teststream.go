@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
@@ -90,8 +91,9 @@ func (b *builder) testStream(id string) (*TestStream, []error) {
 	ts := &TestStream{}
 	var errs []error
 	wm := mtime.MinTimestamp
+	outer := encodesOuter(b.comps)
 	for i, ev := range pl.GetEvents() {
-		e, err := b.testStreamEvent(ev, coder, local, &wm)
+		e, err := b.testStreamEvent(ev, coder, local, &wm, outer)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("TestStream event %d: %w", i, err))
 			continue
@@ -132,8 +134,38 @@ func (b *builder) testStreamCoder(payloadCoder, out string) (string, error) {
 	return pc.GetCoderId(), nil
 }
 
-// testStreamEvent decodes one event. wm is the watermark so far.
-func (b *builder) testStreamEvent(ev *pipepb.TestStreamPayload_Event, coder, local string, wm *mtime.Time) (TestStreamEvent, error) {
+// sdkBase is the capability by which an environment names its SDK, as
+// beam:version:sdk_base:apache/beam_java17_sdk:2.73.0.
+const sdkBase = "beam:version:sdk_base:"
+
+// encodesOuter says the pipeline's SDK writes TestStream elements in the
+// outer context: Java (CoderUtils.encodeToByteArray) and Python
+// (coder.encode) do, so a string or bytes element there has no length
+// and a KV's value is outer too; the Go SDK writes them nested. Which SDK
+// it is comes from its environments' sdk_base capability: trying both
+// decodings would not do, since "\x01a" is "\x01a" outer and "a" nested.
+// A pipeline with a Go environment, or none that names its SDK, is read
+// nested.
+func encodesOuter(comps *pipepb.Components) bool {
+	outer := false
+	for _, env := range comps.GetEnvironments() {
+		for _, c := range env.GetCapabilities() {
+			sdk, ok := strings.CutPrefix(c, sdkBase)
+			switch {
+			case !ok:
+			case strings.Contains(sdk, "_go_"):
+				return false
+			case strings.Contains(sdk, "_java"), strings.Contains(sdk, "_python"):
+				outer = true
+			}
+		}
+	}
+	return outer
+}
+
+// testStreamEvent decodes one event. wm is the watermark so far; outer
+// says elements are in the outer context (encodesOuter).
+func (b *builder) testStreamEvent(ev *pipepb.TestStreamPayload_Event, coder, local string, wm *mtime.Time, outer bool) (TestStreamEvent, error) {
 	tagOK := func(tag string) error {
 		if tag != "" && tag != local {
 			return fmt.Errorf("tag %q names no output of the TestStream", tag)
@@ -152,7 +184,7 @@ func (b *builder) testStreamEvent(ev *pipepb.TestStreamPayload_Event, coder, loc
 			if ts < mtime.MinTimestamp || ts > mtime.MaxTimestamp {
 				return TestStreamEvent{}, fmt.Errorf("element %d: timestamp %d ms is out of range", j, el.GetTimestamp())
 			}
-			v, err := b.wireValue(coder, el.GetEncodedElement())
+			v, err := b.wireValue(coder, el.GetEncodedElement(), outer)
 			if err != nil {
 				return TestStreamEvent{}, fmt.Errorf("element %d: %w", j, err)
 			}
@@ -185,12 +217,20 @@ func (b *builder) testStreamEvent(ev *pipepb.TestStreamPayload_Event, coder, loc
 // wireValue re-encodes an element encoded with pipeline coder id into the
 // encoding of the runner's wire coder for id, lp(id). The element must be
 // exactly one value: bytes left over or missing are an error, so that a
-// payload written in another context (the outer context of Java's
-// CoderUtils) is refused rather than misread.
-func (b *builder) wireValue(id string, e []byte) ([]byte, error) {
+// payload written in another context than outer says is refused rather
+// than misread. In the outer context, bytes and strings take all of e and
+// a KV's value is outer; other coders weir measures read the same in both.
+func (b *builder) wireValue(id string, e []byte, outer bool) ([]byte, error) {
 	c := b.comps.Coders[id]
 	urn := c.GetSpec().GetUrn()
-	switch lpID := b.lp(id); {
+	if outer && (urn == wire.URNBytes || urn == wire.URNStringUTF8) {
+		return append(binary.AppendUvarint(make([]byte, 0, len(e)+binary.MaxVarintLen64), uint64(len(e))), e...), nil
+	}
+	lpID := b.lp(id)
+	if outer && lpID == id && urn == wire.URNKV && len(c.GetComponentCoderIds()) == 2 {
+		lpID = "" // the value may differ: the KV case below
+	}
+	switch {
 	case lpID == id:
 		m, err := wire.MeasureFor(b.comps.Coders, id)
 		if err != nil {
@@ -220,7 +260,7 @@ func (b *builder) wireValue(id string, e []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("key does not decode with coder %q: %w", k, err)
 		}
-		v, err := b.wireValue(c.GetComponentCoderIds()[1], e[n:])
+		v, err := b.wireValue(c.GetComponentCoderIds()[1], e[n:], outer)
 		if err != nil {
 			return nil, fmt.Errorf("value: %w", err)
 		}

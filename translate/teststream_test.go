@@ -190,11 +190,67 @@ func TestWireValueKV(t *testing.T) {
 		"kv":  {Spec: &pipepb.FunctionSpec{Urn: "beam:coder:kv:v1"}, ComponentCoderIds: []string{"str", "row"}},
 		"rk":  {Spec: &pipepb.FunctionSpec{Urn: "beam:coder:kv:v1"}, ComponentCoderIds: []string{"row", "str"}},
 	}}, lpMemo: map[string]string{}}
-	got, err := b.wireValue("kv", []byte{1, 'k', 9, 9, 9})
+	got, err := b.wireValue("kv", []byte{1, 'k', 9, 9, 9}, false)
 	if want := []byte{1, 'k', 3, 9, 9, 9}; err != nil || !bytes.Equal(got, want) {
 		t.Errorf("wireValue(kv) = %x, %v; want %x", got, err, want)
 	}
-	if _, err := b.wireValue("rk", []byte{9, 1, 'v'}); err == nil || !strings.Contains(err.Error(), "key coder") {
+	if _, err := b.wireValue("rk", []byte{9, 1, 'v'}, false); err == nil || !strings.Contains(err.Error(), "key coder") {
 		t.Errorf("wireValue with an unknown key coder = %v, want an error about the key", err)
+	}
+}
+
+// TestWireValueOuter: Java and Python write TestStream elements in the
+// outer context, where a string or bytes has no length and a KV's value
+// is outer; weir's wire form is nested.
+func TestWireValueOuter(t *testing.T) {
+	b := &builder{comps: &pipepb.Components{Coders: map[string]*pipepb.Coder{
+		"str":    {Spec: &pipepb.FunctionSpec{Urn: "beam:coder:string_utf8:v1"}},
+		"bytes":  {Spec: &pipepb.FunctionSpec{Urn: "beam:coder:bytes:v1"}},
+		"varint": {Spec: &pipepb.FunctionSpec{Urn: "beam:coder:varint:v1"}},
+		"kv":     {Spec: &pipepb.FunctionSpec{Urn: "beam:coder:kv:v1"}, ComponentCoderIds: []string{"str", "str"}},
+		"kvint":  {Spec: &pipepb.FunctionSpec{Urn: "beam:coder:kv:v1"}, ComponentCoderIds: []string{"str", "varint"}},
+	}}, lpMemo: map[string]string{}}
+	for _, tt := range []struct {
+		coder    string
+		in, want []byte
+	}{
+		{"str", []byte("a"), []byte{1, 'a'}},
+		{"str", []byte{1, 'a'}, []byte{2, 1, 'a'}}, // nested "a" to Go; outer "\x01a" here
+		{"str", nil, []byte{0}},
+		{"bytes", []byte{0x80, 0xff}, []byte{2, 0x80, 0xff}},
+		{"varint", []byte{0xac, 0x02}, []byte{0xac, 0x02}},
+		{"kv", []byte{1, 'k', 'v', 'w'}, []byte{1, 'k', 2, 'v', 'w'}},
+		{"kvint", []byte{1, 'k', 7}, []byte{1, 'k', 7}},
+	} {
+		got, err := b.wireValue(tt.coder, tt.in, true)
+		if err != nil || !bytes.Equal(got, tt.want) {
+			t.Errorf("wireValue(%s, %x, outer) = %x, %v; want %x", tt.coder, tt.in, got, err, tt.want)
+		}
+	}
+	if _, err := b.wireValue("kvint", []byte{1, 'k', 7, 7}, true); err == nil {
+		t.Error("a varint value with a byte left over was accepted")
+	}
+}
+
+func TestEncodesOuter(t *testing.T) {
+	env := func(caps ...string) *pipepb.Environment { return &pipepb.Environment{Capabilities: caps} }
+	for _, tt := range []struct {
+		name string
+		envs map[string]*pipepb.Environment
+		want bool
+	}{
+		{"java", map[string]*pipepb.Environment{"e": env("beam:coder:bytes:v1", "beam:version:sdk_base:apache/beam_java17_sdk:2.73.0")}, true},
+		{"python", map[string]*pipepb.Environment{"e": env("beam:version:sdk_base:apache/beam_python3.11_sdk:2.77.0")}, true},
+		{"go", map[string]*pipepb.Environment{"e": env("beam:version:sdk_base:apache/beam_go_sdk:2.77.0")}, false},
+		{"go with a Java expansion", map[string]*pipepb.Environment{
+			"go":   env("beam:version:sdk_base:apache/beam_go_sdk:2.77.0"),
+			"java": env("beam:version:sdk_base:apache/beam_java17_sdk:2.73.0"),
+		}, false},
+		{"unnamed", map[string]*pipepb.Environment{"e": env("beam:coder:bytes:v1")}, false},
+		{"none", nil, false},
+	} {
+		if got := encodesOuter(&pipepb.Components{Environments: tt.envs}); got != tt.want {
+			t.Errorf("%s: encodesOuter = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }

@@ -1,0 +1,152 @@
+package org.weir.runner;
+
+import java.util.Iterator;
+import java.util.concurrent.TimeUnit;
+import org.apache.beam.model.jobmanagement.v1.JobApi;
+import org.apache.beam.model.jobmanagement.v1.JobServiceGrpc;
+import org.apache.beam.sdk.PipelineResult;
+import org.apache.beam.sdk.metrics.MetricResults;
+import org.apache.beam.vendor.grpc.v1p69p0.io.grpc.ManagedChannel;
+import org.apache.beam.vendor.grpc.v1p69p0.io.grpc.StatusRuntimeException;
+import org.joda.time.Duration;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** A job running on weir, followed through the job service. */
+public class WeirPipelineResult implements PipelineResult {
+  private static final Logger LOG = LoggerFactory.getLogger(WeirPipelineResult.class);
+
+  private final ManagedChannel channel;
+  private final String jobId;
+  private final AutoCloseable loopback;
+  private final JobServiceGrpc.JobServiceBlockingStub jobs;
+  private volatile State terminal;
+
+  WeirPipelineResult(ManagedChannel channel, String jobId, AutoCloseable loopback) {
+    this.channel = channel;
+    this.jobId = jobId;
+    this.loopback = loopback;
+    this.jobs = JobServiceGrpc.newBlockingStub(channel);
+  }
+
+  /** The job's id on the weir server, as {@code weir jobs} lists it. */
+  public String jobId() {
+    return jobId;
+  }
+
+  @Override
+  public State getState() {
+    if (terminal != null) {
+      return terminal;
+    }
+    return toState(
+        jobs.getState(JobApi.GetJobStateRequest.newBuilder().setJobId(jobId).build()).getState());
+  }
+
+  @Override
+  public State cancel() {
+    return toState(
+        jobs.cancel(JobApi.CancelJobRequest.newBuilder().setJobId(jobId).build()).getState());
+  }
+
+  @Override
+  public State waitUntilFinish(Duration duration) {
+    if (terminal != null) {
+      return terminal;
+    }
+    JobServiceGrpc.JobServiceBlockingStub stub = jobs;
+    if (duration != null && duration.getMillis() > 0) {
+      stub = stub.withDeadlineAfter(duration.getMillis(), TimeUnit.MILLISECONDS);
+    }
+    try {
+      Iterator<JobApi.JobStateEvent> events =
+          stub.getStateStream(JobApi.GetJobStateRequest.newBuilder().setJobId(jobId).build());
+      while (events.hasNext()) {
+        State s = toState(events.next().getState());
+        if (s.isTerminal()) {
+          finish(s);
+          return s;
+        }
+      }
+    } catch (StatusRuntimeException e) {
+      if (duration != null && duration.getMillis() > 0) {
+        return null; // Beam's contract: null when the duration passed first
+      }
+      throw new RuntimeException("weir: following job " + jobId + ": " + e.getStatus(), e);
+    }
+    State s = getState();
+    if (s.isTerminal()) {
+      finish(s);
+    }
+    return s;
+  }
+
+  @Override
+  public State waitUntilFinish() {
+    return waitUntilFinish(Duration.ZERO);
+  }
+
+  @Override
+  public MetricResults metrics() {
+    throw new UnsupportedOperationException(
+        "weir: metrics are not read back into Java yet; see weir's /metrics page");
+  }
+
+  private synchronized void finish(State s) {
+    if (terminal != null) {
+      return;
+    }
+    terminal = s;
+    if (s == State.FAILED) {
+      logErrors();
+    }
+    WeirRunner.closeQuietly(loopback);
+    channel.shutdown();
+  }
+
+  /** Logs the job's error messages, which say why it failed. */
+  private void logErrors() {
+    try {
+      Iterator<JobApi.JobMessagesResponse> messages =
+          jobs.withDeadlineAfter(5, TimeUnit.SECONDS)
+              .getMessageStream(JobApi.JobMessagesRequest.newBuilder().setJobId(jobId).build());
+      while (messages.hasNext()) {
+        JobApi.JobMessagesResponse m = messages.next();
+        if (m.hasMessageResponse()
+            && m.getMessageResponse().getImportance().getNumber()
+                >= JobApi.JobMessage.MessageImportance.JOB_MESSAGE_WARNING.getNumber()) {
+          LOG.error("weir: job {}: {}", jobId, m.getMessageResponse().getMessageText());
+        }
+        if (m.hasStateResponse() && toState(m.getStateResponse().getState()).isTerminal()) {
+          break;
+        }
+      }
+    } catch (StatusRuntimeException e) {
+      LOG.debug("weir: reading job {} messages: {}", jobId, e.getStatus());
+    }
+  }
+
+  static State toState(JobApi.JobState.Enum s) {
+    switch (s) {
+      case STOPPED:
+        return State.STOPPED;
+      case STARTING:
+      case RUNNING:
+      case DRAINING:
+      case CANCELLING:
+      case UPDATING:
+        return State.RUNNING;
+      case DONE:
+      case DRAINED:
+        return State.DONE;
+      case FAILED:
+        return State.FAILED;
+      case CANCELLED:
+        return State.CANCELLED;
+      case UPDATED:
+        return State.UPDATED;
+      default:
+        return State.UNKNOWN;
+    }
+  }
+}
