@@ -271,3 +271,17 @@ def test_teststream_triggers_and_late_data(server):
     from apache_beam.utils.windowed_value import PaneInfoTiming
     assert_that(out, equal_to([(3, PaneInfoTiming.ON_TIME),
                                (7, PaneInfoTiming.LATE)]))
+
+
+def test_teststream_of_strings(server):
+  """Python writes TestStream elements in the outer context: a string has
+  no length prefix there (translate reads them so, by the SDK's sdk_base)."""
+  from apache_beam.testing.test_stream import TestStream
+  stream = (TestStream(coder=coders.StrUtf8Coder())
+            .add_elements(["a", "bb"])
+            .advance_watermark_to(10)
+            .add_elements(["ccc"])
+            .advance_watermark_to_infinity())
+  with beam.Pipeline(options=options(server, "--streaming")) as p:
+    out = p | stream | beam.Map(lambda s: (s, len(s)))
+    assert_that(out, equal_to([("a", 1), ("bb", 2), ("ccc", 3)]))

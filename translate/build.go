@@ -56,6 +56,9 @@ func Build(p *pipepb.Pipeline, opts Options) (*Plan, error) {
 	if leaves, err = b.recodeFlattenInputs(leaves); err != nil {
 		return nil, err
 	}
+	if leaves, err = b.recodeTestStreams(leaves); err != nil {
+		return nil, err
+	}
 	leaves = b.expandSDFs(leaves)
 	b.setProducers(leaves)
 	for _, id := range leaves {

@@ -141,7 +141,9 @@ func TestTestStreamRefused(t *testing.T) {
 		{"other coder", func(pl *pipepb.TestStreamPayload, c *pipepb.Components) {
 			c.Coders["other"] = &pipepb.Coder{Spec: &pipepb.FunctionSpec{Urn: "beam:coder:string_utf8:v1"}}
 			pl.CoderId = "other"
-		}, "is not the coder"},
+			// weir converts the events to the output's coder in the SDK
+			// (recode.go), so they must decode with the payload's.
+		}, `does not decode with coder "other"`},
 		{"trailing bytes", func(pl *pipepb.TestStreamPayload, _ *pipepb.Components) {
 			firstElem(pl).EncodedElement = []byte{1, 2}
 		}, "event 0: element 0: coder"},
@@ -178,6 +180,48 @@ func TestTestStreamRefused(t *testing.T) {
 				t.Errorf("Build = %v\nwant an error naming the transform and %s, saying %q", err, URNTestStream, tt.want)
 			}
 		})
+	}
+}
+
+// TestTestStreamRecodes: a TestStream whose output is in another coder
+// than its payload's (Python types its output by hints, often pickled)
+// writes its events in the payload's coder to an SDK-side Flatten that
+// writes the output in its own.
+func TestTestStreamRecodes(t *testing.T) {
+	pp := marshal(t, scoped(int64Stream)())
+	comps := pp.GetComponents()
+	comps.Coders["pickled"] = &pipepb.Coder{Spec: &pipepb.FunctionSpec{Urn: "example:coder:pickled:v1"}}
+	var out string
+	for _, tr := range comps.GetTransforms() {
+		if tr.GetSpec().GetUrn() == URNTestStream {
+			out = onlyValue(tr.GetOutputs())
+		}
+	}
+	comps.Pcollections[out].CoderId = "pickled"
+	plan, err := Build(pp, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events string
+	for _, s := range plan.Stages {
+		if s.Kind == KindTestStream {
+			events = s.Outputs[0]
+		}
+	}
+	if c := plan.Components.GetPcollections()[events].GetCoderId(); events == "" || c == "pickled" {
+		t.Fatalf("TestStream writes %q in coder %q, want its payload's", events, c)
+	}
+	found := false
+	for _, s := range plan.Stages {
+		for _, id := range s.Transforms {
+			tr := plan.Components.GetTransforms()[id]
+			if tr.GetSpec().GetUrn() == URNFlatten && s.Kind == KindSDK && onlyValue(tr.GetInputs()) == events && onlyValue(tr.GetOutputs()) == out {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no SDK-side Flatten from the TestStream's events %s to its output %s", events, out)
 	}
 }
 

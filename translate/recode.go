@@ -4,6 +4,9 @@ import (
 	"fmt"
 
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/weir-runner/weir/wire"
 )
 
 // recodeFlattenInputs makes every input of a runner-side Flatten arrive in
@@ -84,6 +87,59 @@ func (b *builder) recodeEnv(producer, flattened string) string {
 		}
 	}
 	return ""
+}
+
+// recodeTestStreams lets a TestStream whose payload names another coder
+// than its output's run: Python encodes the events with the coder given to
+// TestStream and types the output by its hints, often pickled. The
+// TestStream then writes a PCollection of its payload's coder, read by an
+// SDK-side one-input Flatten that writes the original output in its own
+// coder, as for a Flatten's inputs (recodeFlattenInputs). It returns the
+// leaves with the new transforms, in topological order.
+func (b *builder) recodeTestStreams(leaves []string) ([]string, error) {
+	added := false
+	for _, id := range leaves {
+		t := b.comps.Transforms[id]
+		if t.GetSpec().GetUrn() != URNTestStream || len(t.GetOutputs()) != 1 {
+			continue
+		}
+		var pl pipepb.TestStreamPayload
+		if proto.Unmarshal(t.GetSpec().GetPayload(), &pl) != nil || b.comps.Coders[pl.GetCoderId()] == nil {
+			continue // validateTestStream says what is wrong
+		}
+		local := sortedKeys(t.GetOutputs())[0]
+		out := b.comps.Pcollections[t.GetOutputs()[local]]
+		if out == nil || b.sameCoder(out.GetCoderId(), pl.GetCoderId()) || b.lpOf(out.GetCoderId(), pl.GetCoderId()) {
+			continue
+		}
+		env := b.recodeEnv("", t.GetOutputs()[local])
+		if env == "" {
+			continue // validateTestStream refuses the coders
+		}
+		raw := b.addPColl(t.GetOutputs()[local]+"/events", &pipepb.PCollection{UniqueName: out.GetUniqueName() + "/events",
+			CoderId: pl.GetCoderId(), IsBounded: out.GetIsBounded(), WindowingStrategyId: out.GetWindowingStrategyId()})
+		rid := b.addTransform(id+"/recode", &pipepb.PTransform{
+			UniqueName:    t.GetUniqueName() + "/Recode",
+			Spec:          &pipepb.FunctionSpec{Urn: URNFlatten},
+			Inputs:        map[string]string{"in": raw},
+			Outputs:       map[string]string{"out": t.GetOutputs()[local]},
+			EnvironmentId: env,
+		})
+		b.sdkSide[rid] = true
+		t.Outputs[local] = raw
+		leaves = append(leaves, rid)
+		added = true
+	}
+	if !added {
+		return leaves, nil
+	}
+	return b.topoSort(leaves)
+}
+
+// lpOf reports whether coder id is a length prefix of coder inner.
+func (b *builder) lpOf(id, inner string) bool {
+	c := b.comps.Coders[id]
+	return c.GetSpec().GetUrn() == wire.URNLengthPrefix && len(c.GetComponentCoderIds()) == 1 && c.GetComponentCoderIds()[0] == inner
 }
 
 // sameCoder reports whether two coder ids name the same encoding.
