@@ -44,16 +44,8 @@ func (b *builder) recodeFlattenInputs(leaves []string) ([]string, error) {
 			}
 			recoded := b.addPColl(in+"/recoded", &pipepb.PCollection{UniqueName: pc.GetUniqueName() + "/recoded",
 				CoderId: out.GetCoderId(), IsBounded: pc.GetIsBounded(), WindowingStrategyId: pc.GetWindowingStrategyId()})
-			rid := b.addTransform(id+"/recode/"+local, &pipepb.PTransform{
-				UniqueName:    t.GetUniqueName() + "/Recode/" + local,
-				Spec:          &pipepb.FunctionSpec{Urn: URNFlatten},
-				Inputs:        map[string]string{"in": in},
-				Outputs:       map[string]string{"out": recoded},
-				EnvironmentId: env,
-			})
-			b.sdkSide[rid] = true
 			t.Inputs[local] = recoded
-			leaves = append(leaves, rid)
+			leaves = append(leaves, b.addRecoder(id+"/recode/"+local, t.GetUniqueName()+"/Recode/"+local, in, recoded, env))
 			added = true
 		}
 	}
@@ -118,22 +110,29 @@ func (b *builder) recodeTestStreams(leaves []string) ([]string, error) {
 		}
 		raw := b.addPColl(t.GetOutputs()[local]+"/events", &pipepb.PCollection{UniqueName: out.GetUniqueName() + "/events",
 			CoderId: pl.GetCoderId(), IsBounded: out.GetIsBounded(), WindowingStrategyId: out.GetWindowingStrategyId()})
-		rid := b.addTransform(id+"/recode", &pipepb.PTransform{
-			UniqueName:    t.GetUniqueName() + "/Recode",
-			Spec:          &pipepb.FunctionSpec{Urn: URNFlatten},
-			Inputs:        map[string]string{"in": raw},
-			Outputs:       map[string]string{"out": t.GetOutputs()[local]},
-			EnvironmentId: env,
-		})
-		b.sdkSide[rid] = true
+		leaves = append(leaves, b.addRecoder(id+"/recode", t.GetUniqueName()+"/Recode", raw, t.GetOutputs()[local], env))
 		t.Outputs[local] = raw
-		leaves = append(leaves, rid)
 		added = true
 	}
 	if !added {
 		return leaves, nil
 	}
 	return b.topoSort(leaves)
+}
+
+// addRecoder adds a one-input Flatten from PCollection in to out that runs
+// in SDK environment env, where it decodes with in's coder and encodes
+// with out's, and returns its id.
+func (b *builder) addRecoder(id, name, in, out, env string) string {
+	rid := b.addTransform(id, &pipepb.PTransform{
+		UniqueName:    name,
+		Spec:          &pipepb.FunctionSpec{Urn: URNFlatten},
+		Inputs:        map[string]string{"in": in},
+		Outputs:       map[string]string{"out": out},
+		EnvironmentId: env,
+	})
+	b.sdkSide[rid] = true
+	return rid
 }
 
 // lpOf reports whether coder id is a length prefix of coder inner.
