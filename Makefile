@@ -54,10 +54,13 @@ prism:
 	$(GO) build -o $(BIN)/prism github.com/apache/beam/sdks/v2/go/cmd/prism
 
 # Beam's Python portable-runner suite (python/weir_runner_test.py) against
-# weir or Prism; the JUnit report is kept in validatesrunner/results/ and
-# RESULTS.md re-rendered from it. The run's exit status is the suite's.
-PYVR = export WEIR_PY_SUITE_SERVER=$(1); cd python && "$$(./venv.sh)" -m pytest -q -rfEs weir_runner_test.py --junitxml=../validatesrunner/results/python-$(1).xml; \
-	status=$$?; cd .. && $(VR) -render-only && exit $$status
+# weir or Prism, in batch and with --streaming; the JUnit reports are kept
+# in validatesrunner/results/ and RESULTS.md re-rendered from them. The
+# run's exit status is the suite's.
+PYVR = export WEIR_PY_SUITE_SERVER=$(1); cd python && \
+	WEIR_PY_SUITE_STREAMING= "$$(./venv.sh)" -m pytest -q -rfEs weir_runner_test.py --junitxml=../validatesrunner/results/python-$(1).xml; \
+	status=$$?; WEIR_PY_SUITE_STREAMING=1 "$$(./venv.sh)" -m pytest -q -rfEs weir_runner_test.py --junitxml=../validatesrunner/results/python-$(1)-streaming.xml; \
+	status=$$((status | $$?)); cd .. && $(VR) -render-only && exit $$status
 vr-python: build python-env
 	$(call PYVR,weir)
 vr-python-prism: prism python-env

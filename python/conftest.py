@@ -15,7 +15,7 @@ def pytest_collection_modifyitems(config, items):
     import weir_runner_test as suite
   except ImportError:
     return
-  known = suite.KNOWN_FAILURES.get(suite.SERVER, {})
+  known = suite.known_failures()
   for item in items:
     reason = known.get(item.name)
     if reason and item.module is suite:

@@ -256,11 +256,16 @@ func render() error {
 			return err
 		}
 		cols = append(cols, vr.Column{Name: n, Run: r})
-		pr, err := vr.ReadPythonRun(vr.PythonResultsPath(*resultsDir, n), n)
-		if err != nil {
-			return err
+		for _, mode := range []string{n, n + "-streaming"} {
+			pr, err := vr.ReadPythonRun(vr.PythonResultsPath(*resultsDir, mode), mode)
+			if err != nil {
+				return err
+			}
+			if pr == nil && mode != n {
+				continue // streaming never run
+			}
+			names, py = append(names, strings.Replace(mode, "-", " ", 1)), append(py, pr)
 		}
-		names, py = append(names, n), append(py, pr)
 	}
 	md := append(vr.Render(cols), vr.RenderPython(py, names)...)
 	if err := os.WriteFile(*mdPath, md, 0o644); err != nil {
