@@ -116,31 +116,23 @@ func (c *completions) take() BarrierID {
 	return id
 }
 
-// listen registers st's operator for completions if it is a
+// listen registers st for completions if x, its operator or source, is a
 // CheckpointListener; the subtask's loop then selects on the returned
-// channel and calls deliver.
-func (g *Graph) listen(st *subtask, op Operator) {
-	if _, ok := op.(CheckpointListener); !ok {
+// channel and calls deliver (a source inside Injector.Poll, between its
+// emissions). Sources are kept apart from operators (source is true):
+// WaitCommitted waits for what sinks make visible, and a source's commit
+// (a Kafka read's consumer offsets) is not that.
+func (g *Graph) listen(st *subtask, x any, source bool) {
+	if _, ok := x.(CheckpointListener); !ok {
 		return
 	}
 	st.completions = newCompletions()
 	g.mu.Lock()
-	g.listeners = append(g.listeners, st)
-	g.mu.Unlock()
-}
-
-// listenSource registers a source for completions if it is a
-// CheckpointListener. It hears of them in its own goroutine, inside
-// Injector.Poll, between its emissions. Sources are kept apart from the
-// operators: WaitCommitted waits for what sinks make visible, and a
-// source's commit (a Kafka read's consumer offsets) is not that.
-func (g *Graph) listenSource(st *subtask, src Source) {
-	if _, ok := src.(CheckpointListener); !ok {
-		return
+	if source {
+		g.sourceListeners = append(g.sourceListeners, st)
+	} else {
+		g.listeners = append(g.listeners, st)
 	}
-	st.completions = newCompletions()
-	g.mu.Lock()
-	g.sourceListeners = append(g.sourceListeners, st)
 	g.mu.Unlock()
 }
 

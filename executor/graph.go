@@ -125,7 +125,7 @@ func (g *Graph) Run(ctx context.Context, barriers <-chan BarrierID) error {
 					src = endedSource{}
 				}
 				if err == nil {
-					g.listenSource(st, src)
+					g.listen(st, src, true)
 				}
 				g.mu.Lock()
 				g.targets = append(g.targets, st)
@@ -133,7 +133,7 @@ func (g *Graph) Run(ctx context.Context, barriers <-chan BarrierID) error {
 			} else {
 				op, err = n.New(st.index, st.out)
 				if err == nil {
-					g.listen(st, op)
+					g.listen(st, op, false)
 				}
 			}
 			if err != nil {
