@@ -12,7 +12,6 @@ import apache_beam as beam
 import pytest
 from apache_beam.io.kafka import ReadFromKafka
 from apache_beam.io.kafka import WriteToKafka
-from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that
 from apache_beam.testing.util import equal_to
 
@@ -36,12 +35,7 @@ def kfake():
   k.stop()
 
 
-def options(server):
-  return PipelineOptions([
-      "--runner=PortableRunner",
-      "--job_endpoint=" + server.endpoint,
-      "--environment_type=LOOPBACK",
-  ])
+options = weirtest.pipeline_options
 
 
 def write(server, kfake, topic):
