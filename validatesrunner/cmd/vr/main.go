@@ -27,26 +27,32 @@ import (
 )
 
 var (
-	runnerName  = flag.String("runner", "", "name of the runner under test (weir, prism); names the results files")
-	serverCmd   = flag.String("server", "", "job server command line, {port} is replaced by a free port; split on spaces, no quoting")
-	endpoint    = flag.String("endpoint", "", "use an already running job server at host:port instead of -server")
-	suite       = flag.String("suite", "full", "full or smoke")
-	only        = flag.String("only", "", "comma-separated packages (e.g. primitives,passert) to run; a partial run does not update results/ or RESULTS.md")
-	runFilter   = flag.String("run", "", "run only the top-level tests matching this regexp (Go -run syntax); a partial run")
-	expectPath  = flag.String("expect", "", "expectation file to compare with (expected.txt); empty: no comparison")
-	update      = flag.Bool("update-expectations", false, "rewrite the -expect file from this run (passes become pass; failures keep their reason, new ones get \"TODO: investigate\")")
-	jobs        = flag.Int("jobs", 1, "test packages run at once (go test -p)")
-	testTimeout = flag.Duration("test-timeout", 2*time.Minute, "kill a top-level test that runs longer than this and go on with the rest")
-	pkgTimeout  = flag.Duration("pkg-timeout", 60*time.Minute, "-test.timeout for each test process")
-	serverWait  = flag.Duration("server-wait", 60*time.Second, "how long to wait for the job server port")
-	outDir      = flag.String("out", "validatesrunner/out", "directory for full results, server logs, binaries (gitignored)")
-	resultsDir  = flag.String("results", "validatesrunner/results", "directory of the committed per-runner snapshots RESULTS.md is rendered from")
-	mdPath      = flag.String("md", "validatesrunner/RESULTS.md", "RESULTS.md to render after a full run (empty: do not render)")
-	columns     = flag.String("columns", "weir,prism", "runners shown side by side in RESULTS.md")
-	renderOnly  = flag.Bool("render-only", false, "only re-render RESULTS.md from the snapshots")
-	goCmd       = flag.String("go", "go", "go command")
-	keepBins    = flag.Bool("keep-bins", false, "keep the test binaries in -out/bin")
-	extraArgs   = flag.String("args", "", "extra flags for the test binaries, after --runner/--endpoint/--environment_type (space separated)")
+	runnerName   = flag.String("runner", "", "name of the runner under test (weir, prism); names the results files")
+	serverCmd    = flag.String("server", "", "job server command line, {port} is replaced by a free port; split on spaces, no quoting")
+	endpoint     = flag.String("endpoint", "", "use an already running job server at host:port instead of -server")
+	suite        = flag.String("suite", "full", "full or smoke")
+	only         = flag.String("only", "", "comma-separated packages (e.g. primitives,passert) to run; a partial run does not update results/ or RESULTS.md")
+	runFilter    = flag.String("run", "", "run only the top-level tests matching this regexp (Go -run syntax); a partial run")
+	expectPath   = flag.String("expect", "", "expectation file to compare with (expected.txt); empty: no comparison")
+	update       = flag.Bool("update-expectations", false, "rewrite the -expect file from this run (passes become pass; failures keep their reason, new ones get \"TODO: investigate\")")
+	jobs         = flag.Int("jobs", 1, "test packages run at once (go test -p)")
+	testTimeout  = flag.Duration("test-timeout", 2*time.Minute, "kill a top-level test that runs longer than this and go on with the rest")
+	pkgTimeout   = flag.Duration("pkg-timeout", 60*time.Minute, "-test.timeout for each test process")
+	serverWait   = flag.Duration("server-wait", 60*time.Second, "how long to wait for the job server port")
+	outDir       = flag.String("out", "validatesrunner/out", "directory for full results, server logs, binaries (gitignored)")
+	resultsDir   = flag.String("results", "validatesrunner/results", "directory of the committed per-runner snapshots RESULTS.md is rendered from")
+	mdPath       = flag.String("md", "validatesrunner/RESULTS.md", "RESULTS.md to render after a full run (empty: do not render)")
+	columns      = flag.String("columns", "weir,prism", "runners shown side by side in RESULTS.md")
+	renderOnly   = flag.Bool("render-only", false, "only re-render RESULTS.md from the snapshots")
+	goCmd        = flag.String("go", "go", "go command")
+	keepBins     = flag.Bool("keep-bins", false, "keep the test binaries in -out/bin")
+	javaImport   = flag.String("java-import", "", "import Surefire's reports of a Java suite run (java/vr.sh) from this directory, check them against -java-known, render RESULTS.md")
+	javaExcluded = flag.String("java-excluded", "", "with -java-import: the tests the run left out by category (Class#method<TAB>Category lines)")
+	javaKnown    = flag.String("java-known", "", "with -java-import: the runner's known failures (Class#method<TAB>reason lines)")
+	javaName     = flag.String("java-name", "", "with -java-import: a narrowed run's name; it is kept in -out, not in -results, and RESULTS.md is not rendered")
+	javaSeconds  = flag.Float64("java-seconds", 0, "with -java-import: the run's wall time")
+	javaBeam     = flag.String("java-beam", "", "with -java-import: the Beam Java version the tests came from")
+	extraArgs    = flag.String("args", "", "extra flags for the test binaries, after --runner/--endpoint/--environment_type (space separated)")
 )
 
 func main() {
@@ -55,6 +61,9 @@ func main() {
 }
 
 func run() int {
+	if *javaImport != "" {
+		return importJava()
+	}
 	if *renderOnly {
 		if err := render(); err != nil {
 			fmt.Fprintln(os.Stderr, "vr:", err)
@@ -268,11 +277,110 @@ func render() error {
 		}
 	}
 	md := append(vr.Render(cols), vr.RenderPython(py, names)...)
+	java, err := javaSection()
+	if err != nil {
+		return err
+	}
+	md = append(md, java...)
 	if err := os.WriteFile(*mdPath, md, 0o644); err != nil {
 		return err
 	}
 	fmt.Printf("vr: rendered %s\n", *mdPath)
 	return nil
+}
+
+// javaKnownFiles are the runners' lists of known Java failures, which
+// RESULTS.md shows as known.
+var javaKnownFiles = map[string]string{"weir": "java/vr/known-weir.txt"}
+
+// javaSection renders the Java suite's runs kept in -results.
+func javaSection() ([]byte, error) {
+	var runs []*vr.JavaRun
+	var names []string
+	known := map[string]map[string]string{}
+	for _, n := range strings.Split(*columns, ",") {
+		if n = strings.TrimSpace(n); n == "" {
+			continue
+		}
+		r, err := vr.LoadJavaRun(vr.JavaResultsPath(*resultsDir, n))
+		if err != nil {
+			return nil, err
+		}
+		if known[n], err = vr.LoadJavaKnown(javaKnownFiles[n]); err != nil {
+			return nil, err
+		}
+		runs, names = append(runs, r), append(names, n)
+	}
+	return vr.RenderJava(runs, names, known), nil
+}
+
+// importJava imports a Java suite run, keeps it and checks it: the exit
+// status is 1 when a test failed that is not a known failure, or a known
+// failure passed.
+func importJava() int {
+	if *runnerName == "" {
+		fmt.Fprintln(os.Stderr, "vr: -java-import needs -runner")
+		return 2
+	}
+	tests, err := vr.ImportSurefire(*javaImport)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "vr:", err)
+		return 2
+	}
+	ex, err := vr.ReadJavaExcluded(*javaExcluded)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "vr:", err)
+		return 2
+	}
+	known, err := vr.LoadJavaKnown(*javaKnown)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "vr:", err)
+		return 2
+	}
+	r := &vr.JavaRun{
+		Runner:   *runnerName,
+		Started:  time.Now().UTC().Add(-time.Duration(*javaSeconds * float64(time.Second))).Format("2006-01-02 15:04"),
+		Seconds:  *javaSeconds,
+		Beam:     *javaBeam,
+		Tests:    tests,
+		Excluded: ex,
+	}
+	path := vr.JavaResultsPath(*resultsDir, *runnerName)
+	if *javaName != "" {
+		if err := os.MkdirAll(*outDir, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "vr:", err)
+			return 2
+		}
+		path = vr.JavaResultsPath(*outDir, *runnerName+"-"+*javaName)
+	}
+	if err := r.Save(path); err != nil {
+		fmt.Fprintln(os.Stderr, "vr:", err)
+		return 2
+	}
+	pass, fail, skip := r.Counts()
+	fmt.Printf("vr: java %s: %d run, %d pass, %d fail, %d skip, %d excluded by category; results in %s\n",
+		*runnerName, len(tests), pass, fail, skip, len(ex), path)
+	if *javaName == "" {
+		if err := render(); err != nil {
+			fmt.Fprintln(os.Stderr, "vr:", err)
+			return 2
+		}
+	}
+	if *javaKnown == "" {
+		return 0
+	}
+	unexpected, fixed := vr.CheckJava(r, known)
+	for _, u := range unexpected {
+		fmt.Printf("vr: java: UNEXPECTED FAILURE %s\n", u)
+	}
+	for _, f := range fixed {
+		fmt.Printf("vr: java: PASSES but listed in %s: %s\n", *javaKnown, f)
+	}
+	if len(unexpected)+len(fixed) > 0 {
+		return 1
+	}
+	fmt.Printf("vr: java: as expected (%d known failures)\n", fail)
+	return 0
 }
 
 // beamVersion reads the Beam SDK version this module requires.

@@ -4,7 +4,9 @@ import java.util.Iterator;
 import java.util.concurrent.TimeUnit;
 import org.apache.beam.model.jobmanagement.v1.JobApi;
 import org.apache.beam.model.jobmanagement.v1.JobServiceGrpc;
+import org.apache.beam.model.pipeline.v1.Endpoints.ApiServiceDescriptor;
 import org.apache.beam.sdk.PipelineResult;
+import org.apache.beam.sdk.fn.channel.ManagedChannelFactory;
 import org.apache.beam.sdk.metrics.MetricResults;
 import org.apache.beam.vendor.grpc.v1p69p0.io.grpc.ManagedChannel;
 import org.apache.beam.vendor.grpc.v1p69p0.io.grpc.StatusRuntimeException;
@@ -20,10 +22,14 @@ public class WeirPipelineResult implements PipelineResult {
   private final String jobId;
   private final AutoCloseable loopback;
   private final JobServiceGrpc.JobServiceBlockingStub jobs;
+  private final String endpoint;
   private volatile State terminal;
+  private volatile String errors = "";
 
-  WeirPipelineResult(ManagedChannel channel, String jobId, AutoCloseable loopback) {
+  WeirPipelineResult(
+      ManagedChannel channel, String endpoint, String jobId, AutoCloseable loopback) {
     this.channel = channel;
+    this.endpoint = endpoint;
     this.jobId = jobId;
     this.loopback = loopback;
     this.jobs = JobServiceGrpc.newBlockingStub(channel);
@@ -86,10 +92,36 @@ public class WeirPipelineResult implements PipelineResult {
     return waitUntilFinish(Duration.ZERO);
   }
 
+  /**
+   * The job's metrics as the job service reports them (GetJobMetrics): attempted values from every
+   * bundle, committed values from bundles whose output was committed.
+   */
   @Override
   public MetricResults metrics() {
-    throw new UnsupportedOperationException(
-        "weir: metrics are not read back into Java yet; see weir's /metrics page");
+    // A channel of its own: finishing the job shut the first one down, and
+    // metrics are read after that.
+    ManagedChannel ch =
+        ManagedChannelFactory.createDefault()
+            .forDescriptor(ApiServiceDescriptor.newBuilder().setUrl(endpoint).build());
+    try {
+      JobApi.GetJobMetricsResponse resp =
+          JobServiceGrpc.newBlockingStub(ch)
+              .withDeadlineAfter(30, TimeUnit.SECONDS)
+              .getJobMetrics(JobApi.GetJobMetricsRequest.newBuilder().setJobId(jobId).build());
+      return WeirMetrics.toResults(resp.getMetrics());
+    } catch (StatusRuntimeException e) {
+      throw new RuntimeException("weir: reading job " + jobId + " metrics: " + e.getStatus(), e);
+    } finally {
+      ch.shutdown();
+    }
+  }
+
+  /**
+   * Why the job failed, from its error messages; empty when it did not fail or said nothing. The
+   * messages are read once, when the job reaches a terminal state.
+   */
+  public String errors() {
+    return errors;
   }
 
   private synchronized void finish(State s) {
@@ -98,14 +130,16 @@ public class WeirPipelineResult implements PipelineResult {
     }
     terminal = s;
     if (s == State.FAILED) {
-      logErrors();
+      errors = readErrors();
+      LOG.error("weir: job {} failed: {}", jobId, errors);
     }
     WeirRunner.closeQuietly(loopback);
     channel.shutdown();
   }
 
-  /** Logs the job's error messages, which say why it failed. */
-  private void logErrors() {
+  /** The job's error messages, which say why it failed, one a line. */
+  private String readErrors() {
+    StringBuilder out = new StringBuilder();
     try {
       Iterator<JobApi.JobMessagesResponse> messages =
           jobs.withDeadlineAfter(5, TimeUnit.SECONDS)
@@ -115,7 +149,10 @@ public class WeirPipelineResult implements PipelineResult {
         if (m.hasMessageResponse()
             && m.getMessageResponse().getImportance().getNumber()
                 >= JobApi.JobMessage.MessageImportance.JOB_MESSAGE_WARNING.getNumber()) {
-          LOG.error("weir: job {}: {}", jobId, m.getMessageResponse().getMessageText());
+          if (out.length() > 0) {
+            out.append('\n');
+          }
+          out.append(m.getMessageResponse().getMessageText());
         }
         if (m.hasStateResponse() && toState(m.getStateResponse().getState()).isTerminal()) {
           break;
@@ -124,6 +161,7 @@ public class WeirPipelineResult implements PipelineResult {
     } catch (StatusRuntimeException e) {
       LOG.debug("weir: reading job {} messages: {}", jobId, e.getStatus());
     }
+    return out.toString();
   }
 
   static State toState(JobApi.JobState.Enum s) {

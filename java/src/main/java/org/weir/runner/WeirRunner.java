@@ -125,7 +125,7 @@ public class WeirRunner extends PipelineRunner<WeirPipelineResult> {
                       .build())
               .getJobId();
       LOG.info("weir: job {} submitted to {}", jobId, endpoint);
-      return new WeirPipelineResult(jobChannel, jobId, loopback);
+      return new WeirPipelineResult(jobChannel, endpoint, jobId, loopback);
     } catch (Exception e) {
       jobChannel.shutdown();
       closeQuietly(loopback);

@@ -1,5 +1,6 @@
 package org.weir.runner;
 
+import java.util.Arrays;
 import java.util.Collections;
 import org.apache.beam.sdk.PipelineRunner;
 import org.apache.beam.sdk.options.PipelineOptions;
@@ -14,11 +15,11 @@ import org.apache.beam.sdk.runners.PipelineRunnerRegistrar;
 public final class WeirRunnerRegistrar {
   private WeirRunnerRegistrar() {}
 
-  /** The runner. */
+  /** The runner, and the one Beam's tests use (TestWeirRunner). */
   public static final class Runner implements PipelineRunnerRegistrar {
     @Override
     public Iterable<Class<? extends PipelineRunner<?>>> getPipelineRunners() {
-      return Collections.singletonList(WeirRunner.class);
+      return Arrays.asList(WeirRunner.class, TestWeirRunner.class);
     }
   }
 
