@@ -53,6 +53,19 @@ func (Impulse) Run(ctx context.Context, out *Output, inj *Injector) error {
 	return out.Watermark(ctx, mtime.MaxTimestamp)
 }
 
+// Empty is the source of a flatten of no inputs: it emits nothing and
+// moves its watermark to the end of time at once, so what reads it (often
+// a side input) is complete from the start.
+type Empty struct{}
+
+// Run implements Source.
+func (Empty) Run(ctx context.Context, out *Output, inj *Injector) error {
+	if _, err := inj.Poll(); err != nil {
+		return err
+	}
+	return out.Watermark(ctx, mtime.MaxTimestamp)
+}
+
 // Flatten merges its inputs into output 0. Its watermark is the minimum of
 // its inputs', which the gate computes over all channels of port 0.
 type Flatten struct{ Out *Output }

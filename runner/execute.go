@@ -310,6 +310,11 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 			n.NewSource = func(int, *executor.Output) (executor.Source, error) { return src, nil }
 			n.Arrivals = late.Source(s.Transforms[0], s.Name)
 		case translate.KindFlatten:
+			if len(n.Inputs) == 0 { // Flatten.pCollections() of an empty list
+				n.Parallelism = 1
+				n.NewSource = func(int, *executor.Output) (executor.Source, error) { return executor.Empty{}, nil }
+				break
+			}
 			n.New = func(_ int, out *executor.Output) (executor.Operator, error) { return &executor.Flatten{Out: out}, nil }
 		case translate.KindKafkaRead, translate.KindKafkaWrite:
 			if kj == nil {
