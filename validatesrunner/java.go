@@ -95,33 +95,47 @@ func ImportSurefire(dir string) ([]JavaTest, error) {
 	return tests, nil
 }
 
-// javaReason picks the line of a failure that says what went wrong: the
-// root cause a job's error carries (its last "Caused by:"), else the first
-// line naming an exception or an assertion, else the first line.
+// javaReason picks the lines of a failure that say what went wrong: the
+// first cause a job's error carries ("Caused by:", with the lines of its
+// message up to its stack), else the first line naming an exception or an
+// assertion, else the first line.
 func javaReason(m *surefireMessage) string {
 	text := m.Message
 	if text == "" {
 		text = m.Body
 	}
 	lines := strings.Split(text, "\n")
-	pick := ""
-	for _, l := range lines {
-		if i := strings.Index(l, "Caused by: "); i >= 0 {
-			pick = l[i+len("Caused by: "):]
+	at := -1
+	for i, l := range lines {
+		if strings.Contains(l, "Caused by: ") {
+			at = i
+			lines[i] = l[strings.Index(l, "Caused by: ")+len("Caused by: "):]
+			break
 		}
 	}
-	if pick == "" {
-		for _, l := range lines {
-			if strings.Contains(l, "Exception:") || strings.Contains(l, "Error:") || strings.Contains(l, "Expected:") {
-				pick = l
+	if at < 0 {
+		for i, l := range lines {
+			if strings.Contains(l, "Exception") || strings.Contains(l, "Error:") {
+				at = i
 				break
 			}
 		}
 	}
-	if pick == "" {
-		pick = lines[0]
+	if at < 0 {
+		at = 0
 	}
-	if pick = strings.TrimSpace(pick); pick == "" && m.Type != "" {
+	var parts []string
+	for _, l := range lines[at:min(at+4, len(lines))] {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "at ") || strings.HasPrefix(l, "Caused by") && len(parts) > 0 {
+			break
+		}
+		if l != "" {
+			parts = append(parts, l)
+		}
+	}
+	pick := strings.Join(parts, " ")
+	if pick == "" {
 		pick = m.Type
 	}
 	return firstLine(pick)
