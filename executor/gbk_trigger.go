@@ -40,8 +40,14 @@ type TriggeredGroupByKey struct {
 	Accumulating    bool
 	Merging         bool       // sessions: windows are interval windows that merge
 	AllowedLateness mtime.Time // milliseconds
-	Windows         TriggerWindows
-	Out             *Output
+	// FinalAlways (the windowing strategy's closing behavior EMIT_ALWAYS)
+	// emits the final pane when the window expires even if nothing arrived
+	// since the last pane; OnTimeAlways (on-time behavior FIRE_ALWAYS) does
+	// the same for the on-time pane. Both are what Java sets by default for
+	// the on-time pane, and what tests of accumulated panes read.
+	FinalAlways, OnTimeAlways bool
+	Windows                   TriggerWindows
+	Out                       *Output
 	// Now reads the wall clock; nil means time.Now. Unused once a TestStream
 	// drives processing time.
 	Now func() time.Time
@@ -199,11 +205,20 @@ func (g *TriggeredGroupByKey) fire(w *trigWindow, c triggers.Context) error {
 }
 
 // emitPane emits the window's pane if new values arrived since the last
-// one, and keeps or drops the values as the accumulation mode says.
+// one, or, with none, if it is the final pane and FinalAlways is set or the
+// on-time pane and OnTimeAlways is set (then it holds what accumulated, or
+// nothing when discarding); it keeps or drops the values as the
+// accumulation mode says.
 func (g *TriggeredGroupByKey) emitPane(w *trigWindow, final bool) error {
 	fresh := w.fresh
-	if fresh > 0 {
+	timing := w.panes.Timing(w.id.End, g.wm, g.outWM)
+	if fresh > 0 || final && g.FinalAlways || timing == triggers.OnTime && g.OnTimeAlways {
 		pane := w.panes.Next(w.id.End, g.wm, g.outWM, final)
+		if fresh == 0 {
+			// The timestamps kept are the last pane's: this one has no
+			// value of its own, so it goes out at the window's end.
+			w.minTS, w.maxValTS = w.id.End, w.id.End
+		}
 		if err := g.encode(w, pane); err != nil {
 			return err
 		}

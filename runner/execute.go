@@ -337,6 +337,7 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 				n.New = func(sub int, out *executor.Output) (executor.Operator, error) {
 					return &executor.TriggeredGroupByKey{Name: s.Name, In: in.Codec, Key: in.Key, OutputTime: s.OutputTime,
 						Trigger: tr, Accumulating: s.Accumulating, Merging: s.Merging, AllowedLateness: mtime.Time(s.AllowedLateness),
+						FinalAlways: s.FinalAlways, OnTimeAlways: s.OnTimeAlways,
 						Windows: store.NewTriggerWindows(stageNamespace(s, sub)), Out: out, Late: acct}, nil
 				}
 				break

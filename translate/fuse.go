@@ -28,6 +28,8 @@ func (b *builder) place(id string) {
 			s.Trigger = ws.GetTrigger()
 			s.Accumulating = ws.GetAccumulationMode() == pipepb.AccumulationMode_ACCUMULATING
 			s.AllowedLateness = ws.GetAllowedLateness()
+			s.FinalAlways = ws.GetClosingBehavior() == pipepb.ClosingBehavior_EMIT_ALWAYS
+			s.OnTimeAlways = ws.GetOnTimeBehavior() == pipepb.OnTimeBehavior_FIRE_ALWAYS
 			s.Triggered = !isDefaultTrigger(ws.GetTrigger()) || ws.GetAllowedLateness() > 0
 		}
 		if urn == URNTestStream {

@@ -139,6 +139,10 @@ type Stage struct {
 	Trigger         *pipepb.Trigger
 	Accumulating    bool
 	AllowedLateness int64
+	// FinalAlways and OnTimeAlways: the strategy's closing behavior is
+	// EMIT_ALWAYS, its on-time behavior FIRE_ALWAYS (panes with nothing new
+	// still fire).
+	FinalAlways, OnTimeAlways bool
 
 	// TestStream stages: the events to replay.
 	TestStream *TestStream

@@ -45,22 +45,29 @@ type PaneTracker struct {
 // the window or an on-time or late pane has fired; otherwise early while
 // the input watermark has not passed the window; otherwise on time.
 func (p *PaneTracker) Next(maxTS, in, out mtime.Time, final bool) Pane {
-	pn := Pane{First: !p.fired, Last: final}
+	pn := Pane{First: !p.fired, Last: final, Timing: p.Timing(maxTS, in, out)}
 	if p.fired {
 		pn.Index = p.last.Index + 1
 		pn.OnTimeIndex = p.last.OnTimeIndex + 1
 	}
-	onlyEarly := !p.fired || p.last.Timing == Early
-	switch {
-	case maxTS < out || !onlyEarly:
-		pn.Timing = Late
-	case in <= maxTS:
-		pn.Timing, pn.OnTimeIndex = Early, -1
-	default:
-		pn.Timing = OnTime
+	if pn.Timing == Early {
+		pn.OnTimeIndex = -1
 	}
 	p.fired, p.last = true, pn
 	return pn
+}
+
+// Timing is the timing the next pane would have, as Next decides it,
+// without recording a pane.
+func (p *PaneTracker) Timing(maxTS, in, out mtime.Time) Timing {
+	onlyEarly := !p.fired || p.last.Timing == Early
+	switch {
+	case maxTS < out || !onlyEarly:
+		return Late
+	case in <= maxTS:
+		return Early
+	}
+	return OnTime
 }
 
 // AppendPane appends Beam's encoding of a PaneInfo: one byte (first, last,
