@@ -48,6 +48,15 @@ func (b *builder) validate(id string) []error {
 		if isStateful(pd) && urn != URNParDo {
 			errs = append(errs, fmt.Errorf("%s: user state or timers in a splittable DoFn are not supported", where))
 		}
+		for _, sid := range sortedKeys(pd.GetStateSpecs()) {
+			// Map and set state come as map_spec and set_spec, served by
+			// multimap state requests; a multimap cell of its own is what
+			// no SDK harness reads over the Fn API yet (Java's sends a
+			// state key with no type), so it would fail mid-bundle.
+			if pd.GetStateSpecs()[sid].GetMultimapSpec() != nil {
+				errs = append(errs, fmt.Errorf("%s: state %s is multimap state (multimap_spec), which is not supported", where, sid))
+			}
+		}
 		if pd.GetRequiresTimeSortedInput() {
 			errs = append(errs, fmt.Errorf("%s: time-sorted input is not supported", where))
 		}

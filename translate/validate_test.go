@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // TestRefusesBadWindowing checks that a windowing strategy with a negative
@@ -112,5 +113,37 @@ func TestSessionsWithTriggers(t *testing.T) {
 				t.Fatal("no group-by-key stage")
 			}
 		})
+	}
+}
+
+// TestRefusesMultimapState: a ParDo with a multimap state cell fails at
+// submission, naming the transform and the state.
+func TestRefusesMultimapState(t *testing.T) {
+	pp := marshal(t, scoped(func(s beam.Scope) {
+		beam.ParDo(s.Scope("Stateful"), wordLen, beam.Create(s, "a", "bb"))
+	})())
+	found := false
+	for _, tr := range pp.GetComponents().GetTransforms() {
+		if tr.GetSpec().GetUrn() != URNParDo || !strings.HasPrefix(tr.GetUniqueName(), "Stateful/") {
+			continue
+		}
+		var pd pipepb.ParDoPayload
+		if err := proto.Unmarshal(tr.GetSpec().GetPayload(), &pd); err != nil {
+			t.Fatal(err)
+		}
+		pd.StateSpecs = map[string]*pipepb.StateSpec{"tags": {Spec: &pipepb.StateSpec_MultimapSpec{
+			MultimapSpec: &pipepb.MultimapStateSpec{KeyCoderId: "c0", ValueCoderId: "c0"}}}}
+		b, err := proto.Marshal(&pd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.Spec.Payload, found = b, true
+	}
+	if !found {
+		t.Fatal("no ParDo under Stateful/")
+	}
+	_, err := Build(pp, Options{})
+	if err == nil || !strings.Contains(err.Error(), "Stateful/") || !strings.Contains(err.Error(), "state tags is multimap state") {
+		t.Fatalf("Build: %v, want a refusal naming Stateful/ and state tags", err)
 	}
 }
