@@ -177,7 +177,7 @@ func (g *GroupByKey) addSession(w, k, v []byte, ts mtime.Time) error {
 }
 
 // readySessions merges each key's windows and takes out those whose merged
-// window closed at wm.
+// window wm has passed.
 func (g *GroupByKey) readySessions(wm mtime.Time) []*group {
 	var ready []*group
 	for k, gs := range g.sessions {
@@ -198,7 +198,7 @@ func (g *GroupByKey) readySessions(wm mtime.Time) []*group {
 					gr.maxTS = max(gr.maxTS, gs[i].maxTS)
 				}
 			}
-			if gr.end <= wm {
+			if gr.end < wm { // as Shuffle.Fire: past the window's last instant
 				ready = append(ready, gr)
 			} else {
 				keep = append(keep, gr)

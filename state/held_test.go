@@ -106,7 +106,7 @@ func TestShuffleHoldsLargeGroups(t *testing.T) {
 	addValues(t, sh, 3, "big", heldValues(0, 100))
 	addValues(t, sh, 3, "small", heldValues(0, 2))
 
-	got := fireHeld(t, sh, 9)
+	got := fireHeld(t, sh, 10)
 	big, small := got["big"], got["small"]
 	if strings.Join(big.values, ",") != "v000,v001" || len(big.rest) != TokenLen {
 		t.Fatalf("big group: values %v, token %x; want v000,v001 and a token", big.values, big.rest)
@@ -130,7 +130,7 @@ func TestShuffleHoldsLargeGroups(t *testing.T) {
 	// Fired again, the held group stays out; a late value of its key fires
 	// alone.
 	addValues(t, sh, 3, "big", []string{"late"})
-	if got := fireHeld(t, sh, 9); len(got) != 1 || strings.Join(got["big"].values, ",") != "late" || got["big"].rest != nil {
+	if got := fireHeld(t, sh, 10); len(got) != 1 || strings.Join(got["big"].values, ",") != "late" || got["big"].rest != nil {
 		t.Fatalf("second fire: %+v, want only the late value", got)
 	}
 	if n := countKeys(t, s); n != 98 {
@@ -171,7 +171,7 @@ func TestShuffleHeldTimestamps(t *testing.T) {
 		sh := s.NewShuffle("stage/0")
 		sh.Hold(HoldOptions{Above: 10, Readers: 1, Timestamps: all})
 		addValues(t, sh, 1, "k", heldValues(0, 50))
-		got := fireHeld(t, sh, 9)["k"]
+		got := fireHeld(t, sh, 10)["k"]
 		want := mtime.Time(1)
 		if all {
 			want = 49
@@ -192,7 +192,7 @@ func TestReadHeldRefusesBadTokens(t *testing.T) {
 	sh := s.NewShuffle("stage/0")
 	sh.Hold(HoldOptions{Above: 4, Readers: 1})
 	addValues(t, sh, 1, "k", heldValues(0, 5))
-	tok := fireHeld(t, sh, 9)["k"].rest
+	tok := fireHeld(t, sh, 10)["k"].rest
 	for _, c := range []struct {
 		token, cont []byte
 		want        string

@@ -69,12 +69,12 @@ func TestShuffleRestored(t *testing.T) {
 			if err := b.Add(3, 9, []byte("w"), []byte("k"), 5, []byte("d")); err != nil {
 				t.Fatal(err)
 			}
-			got := fire(t, b, 9)
+			got := fire(t, b, 10)
 			if len(got) != 1 || got[0] != tc.want {
 				t.Errorf("fired %q, want %q", got, tc.want)
 			}
 			if tc.restore {
-				if got := fire(t, b, 19); len(got) != 1 || got[0] != "w2/j end=19 ts=[11,11] c" {
+				if got := fire(t, b, 20); len(got) != 1 || got[0] != "w2/j end=19 ts=[11,11] c" {
 					t.Errorf("key group 70 restored but never written here fired %q", got)
 				}
 			}
@@ -115,7 +115,7 @@ func TestShuffleRestoredDropsHeldGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rest bool
-	if err := a.Fire(9, func(g *Group) error { rest = g.Rest != nil; return nil }); err != nil {
+	if err := a.Fire(10, func(g *Group) error { rest = g.Rest != nil; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	held := a.HeldRanges()
@@ -130,7 +130,7 @@ func TestShuffleRestoredDropsHeldGroups(t *testing.T) {
 	if err := b.SetSeq(a.Seq()); err != nil {
 		t.Fatal(err)
 	}
-	if got := fire(t, b, 19); len(got) != 1 || got[0] != "w2/k end=19 ts=[11,11] later" {
+	if got := fire(t, b, 20); len(got) != 1 || got[0] != "w2/k end=19 ts=[11,11] later" {
 		t.Errorf("restored shuffle fired %q, want only the group that had not fired", got)
 	}
 	if err := b.DropRanges([][2][]byte{{[]byte("other"), []byte("otherz")}}); err == nil {

@@ -114,7 +114,9 @@ type Group struct {
 	Rest []byte
 }
 
-// Fire calls fn for every group whose window ends at or before wm, in
+// Fire calls fn for every group whose window's last instant is before wm
+// (Beam's rule: a window is complete once the watermark passes its maximum
+// timestamp; at it, an element of that timestamp may still come), in
 // window-end order within each key group, and deletes them, except the
 // held ones, which their consumers release.
 func (sh *Shuffle) Fire(wm mtime.Time, fn func(g *Group) error) error {
@@ -129,10 +131,10 @@ func (sh *Shuffle) Fire(wm mtime.Time, fn func(g *Group) error) error {
 			continue
 		}
 		lo = sh.groupPrefix(lo[:0], kg)
-		if wm >= mtime.EndOfGlobalWindowTime {
+		if wm > mtime.EndOfGlobalWindowTime {
 			hi = sh.groupEnd(hi[:0], kg) // the whole key group
 		} else {
-			hi = appendTime(sh.groupPrefix(hi[:0], kg), wm+1) // every end <= wm sorts below
+			hi = appendTime(sh.groupPrefix(hi[:0], kg), wm) // every end < wm sorts below
 		}
 		n, err := sh.scan(lo, hi, &g, fn)
 		if err != nil {
