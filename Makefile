@@ -114,10 +114,11 @@ run-python: build python-env
 # The Java side (java/, Maven, Beam Java pinned in java/pom.xml): the word
 # count on weir, LOOPBACK and with an EXTERNAL Java worker pool
 # (java/run.sh); java-test also checks its counts and runs the pipelines of
-# org.weir.examples.Pipelines, each checked by PAssert. Maven's ~/.m2 is
-# the cache: the first build downloads, later ones run offline.
+# org.weir.examples.Pipelines, each checked by PAssert, and Beam Java's
+# KafkaIO against bin/kfake (KafkaRoundTrip). Maven's ~/.m2 is the cache:
+# the first build downloads, later ones run offline.
 .PHONY: run-java java-test
 run-java: build
 	java/run.sh example
-java-test: build
+java-test: build kfake
 	java/run.sh test

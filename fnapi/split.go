@@ -39,6 +39,12 @@ func (e *SplitError) Error() string {
 // split; a *SplitError means it failed to, which also leaves the bundle
 // whole. Whatever the answer, the bundle's own response arrives as usual
 // from Process; the residual of a split is the caller's to run.
+//
+// Every channel split of the answer names its transform: one that names
+// none is given req.TransformID, the one channel the request asked about.
+// Beam Java's harness leaves the name out (BeamFnDataReadRunner.trySplit,
+// as of 2.73), and a channel split that no one recognizes is input the
+// bundle gave up that nothing runs.
 func (w *Worker) Split(ctx context.Context, req SplitRequest) (*fnpb.ProcessBundleSplitResponse, error) {
 	respc, err := w.instruct(&fnpb.InstructionRequest{InstructionId: w.newInstructionID(),
 		Request: &fnpb.InstructionRequest_ProcessBundleSplit{ProcessBundleSplit: &fnpb.ProcessBundleSplitRequest{
@@ -59,6 +65,11 @@ func (w *Worker) Split(ctx context.Context, req SplitRequest) (*fnpb.ProcessBund
 			return nil, &SplitError{Instruction: req.Instruction, Message: msg}
 		}
 		if s := resp.GetProcessBundleSplit(); s != nil {
+			for _, cs := range s.GetChannelSplits() {
+				if cs.GetTransformId() == "" {
+					cs.TransformId = req.TransformID
+				}
+			}
 			return s, nil
 		}
 		return &fnpb.ProcessBundleSplitResponse{}, nil

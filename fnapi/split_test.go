@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
+
 	"github.com/weir-runner/weir/fnapi"
 	"github.com/weir-runner/weir/fnapi/fnapitest"
 )
@@ -78,5 +80,46 @@ func TestSplitRefusedOrFailed(t *testing.T) {
 	sr, err = w.Split(ctx(t), fnapi.SplitRequest{Instruction: <-sent, TransformID: "src", Fraction: 0.5})
 	if err != nil || len(sr.GetResidualRoots()) != 0 || len(sr.GetChannelSplits()) != 0 {
 		t.Fatalf("declined split = %v, %v; want an empty response", sr, err)
+	}
+}
+
+// TestSplitNamesUnnamedChannel: a channel split that names no transform,
+// as Beam Java's harness answers, comes back naming the one the request
+// asked about, so the caller sees the input the bundle gave up.
+func TestSplitNamesUnnamedChannel(t *testing.T) {
+	_, w := startFake(t, &fnapitest.Worker{Echo: map[string]string{"src": "sink"}, Restrictions: true,
+		UnnamedChannelSplits: true, Pace: time.Millisecond})
+	sent := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.Process(ctx(t), fnapi.BundleRequest{DescriptorID: "d",
+			Inputs: []fnapi.Input{{TransformID: "src", Elements: [][]byte{
+				fnapitest.Restriction(0, 1), fnapitest.Restriction(1, 2), fnapitest.Restriction(2, 400)}}},
+			Outputs: []string{"sink"}, OnSent: func(id string) { sent <- id }})
+		done <- err
+	}()
+	inst := <-sent
+	// Asked before the worker has the data, the split is declined: ask
+	// until it is not, which the last element's 400 ms leave time for.
+	var sr *fnpb.ProcessBundleSplitResponse
+	for range 100 {
+		var err error
+		sr, err = w.Split(ctx(t), fnapi.SplitRequest{Instruction: inst, TransformID: "src", Fraction: 0.5, EstimatedElements: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sr.GetChannelSplits()) > 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if len(sr.GetChannelSplits()) != 1 {
+		t.Fatalf("split response %v, want one channel split", sr)
+	}
+	if cs := sr.GetChannelSplits()[0]; cs.GetTransformId() != "src" {
+		t.Errorf("channel split %v names %q, want src", cs, cs.GetTransformId())
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

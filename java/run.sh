@@ -6,13 +6,15 @@
 #                         the counts (make run-java)
 #   java/run.sh test      the same, checking the counts, then the pipelines
 #                         of org.weir.examples.Pipelines, each checked by
-#                         PAssert, and one whose assertion is wrong, which
-#                         must fail (make java-test)
+#                         PAssert, one whose assertion is wrong, which
+#                         must fail, and KafkaRoundTrip (Beam Java's KafkaIO)
+#                         against bin/kfake (make java-test)
 #
 # Extra arguments go to every Java program, e.g. java/run.sh test --streaming.
 #
 # Builds with Maven offline when ~/.m2 has everything, online otherwise
-# (the first build downloads for minutes). Needs bin/weir (make build).
+# (the first build downloads for minutes). Needs bin/weir (make build),
+# and for test bin/kfake (make kfake).
 set -euo pipefail
 cd "$(dirname "$0")"
 mode=${1:-example}
@@ -20,6 +22,8 @@ shift || true
 extra=("$@")
 weir=../bin/weir
 [ -x "$weir" ] || { echo "java/run.sh: $weir missing; run make build" >&2; exit 1; }
+kfake=../bin/kfake
+[ "$mode" != test ] || [ -x "$kfake" ] || { echo "java/run.sh: $kfake missing; run make kfake" >&2; exit 1; }
 
 mvn -B -q -o compile >/dev/null 2>&1 || mvn -B -q compile
 cp="target/classes:$(cat target/classpath.txt)"
@@ -113,5 +117,21 @@ if "${jvm[@]}" org.weir.examples.Pipelines wrong-gbk --runner=WeirRunner --jobEn
   fail "wrong-gbk passed: PAssert's failures do not fail jobs, so the passes above prove nothing"
 fi
 grep '^pipeline' "$work/wrong.out"
-n=$(( $(grep -c '^pipeline .*: PASS$' "$work/pipelines.out") + 3 ))
+
+# Beam Java's own KafkaIO (KafkaRoundTrip) against kfake, franz-go's fake
+# broker: a write, a bounded KafkaIO.read and a read of KafkaIO's
+# splittable DoFn, all in the Java harness. Three partitions, so that the
+# splittable DoFn's bundles hold several descriptors for weir to split.
+echo "== kafka (LOOPBACK, kfake)"
+kafka_port=$(free_port)
+"$kfake" --port="$kafka_port" --partitions=3 >"$work/kfake.log" 2>&1 &
+pids+=($!)
+wait_port "$kafka_port" "${pids[-1]}" "kfake"
+"${jvm[@]}" org.weir.examples.KafkaRoundTrip --bootstrapServers="127.0.0.1:$kafka_port" \
+  --runner=WeirRunner --jobEndpoint="$endpoint" --defaultEnvironmentType=LOOPBACK "${extra[@]}" \
+  >"$work/kafka.out" 2>"$work/kafka.log" || {
+  cat "$work/kafka.out"; tail -40 "$work/kafka.log" >&2; fail "KafkaRoundTrip failed"; }
+cat "$work/kafka.out"
+
+n=$(( $(grep -c '^pipeline .*: PASS$' "$work/pipelines.out") + $(grep -c '^kafka .*: PASS$' "$work/kafka.out") + 3 ))
 echo "java: $n passed, 0 failed"

@@ -41,6 +41,10 @@ type Worker struct {
 	Pace         time.Duration
 	// RefuseSplits makes the worker decline every split.
 	RefuseSplits bool
+	// UnnamedChannelSplits makes the worker answer splits as Beam Java's
+	// harness does (BeamFnDataReadRunner.trySplit, as of 2.73): its
+	// channel splits name no transform.
+	UnnamedChannelSplits bool
 	// StreamOutput makes a Restrictions worker send each position as it
 	// produces it, rather than all at the end of the bundle.
 	StreamOutput bool
@@ -205,7 +209,7 @@ func (w *Worker) serve(ctx context.Context, ctl fnpb.BeamFnControl_ControlClient
 				s.process(req.GetInstructionId())
 			}()
 		case req.GetProcessBundleSplit() != nil:
-			_ = s.send(s.split(req), nil)
+			_ = s.send(s.answerSplit(req), nil)
 		default:
 			_ = s.send(&fnpb.InstructionResponse{InstructionId: req.GetInstructionId()}, nil)
 		}
@@ -384,5 +388,17 @@ func (s *server) split(req *fnpb.InstructionRequest) *fnpb.InstructionResponse {
 		LastPrimaryElement: int64(ri) - 1, FirstResidualElement: int64(ri)}}
 	b.end = ri
 	b.split++
+	return resp
+}
+
+// answerSplit is the worker's response to a split request: the split, its
+// channel splits unnamed if the worker is to answer as Java's harness does.
+func (s *server) answerSplit(req *fnpb.InstructionRequest) *fnpb.InstructionResponse {
+	resp := s.split(req)
+	if s.w.UnnamedChannelSplits {
+		for _, cs := range resp.GetProcessBundleSplit().GetChannelSplits() {
+			cs.TransformId = ""
+		}
+	}
 	return resp
 }
