@@ -7,7 +7,8 @@
 #   java/run.sh test      the same, checking the counts, then the pipelines
 #                         of org.weir.examples.Pipelines, each checked by
 #                         PAssert, one whose assertion is wrong, which
-#                         must fail, and KafkaRoundTrip (Beam Java's KafkaIO)
+#                         must fail, one weir must refuse at submission,
+#                         and KafkaRoundTrip (Beam Java's KafkaIO)
 #                         against bin/kfake (make java-test)
 #
 # Extra arguments go to every Java program, e.g. java/run.sh test --streaming.
@@ -117,6 +118,14 @@ if "${jvm[@]}" org.weir.examples.Pipelines wrong-gbk --runner=WeirRunner --jobEn
   fail "wrong-gbk passed: PAssert's failures do not fail jobs, so the passes above prove nothing"
 fi
 grep '^pipeline' "$work/wrong.out"
+echo "== a pipeline weir cannot run is refused at submission"
+"${jvm[@]}" org.weir.examples.Pipelines refused-time-sorted --runner=WeirRunner --jobEndpoint="$endpoint" \
+  --defaultEnvironmentType=LOOPBACK >"$work/refused.out" 2>&1 || true
+grep '^pipeline' "$work/refused.out" || true
+# Refused, not run: no element reached the DoFn, and the error names the
+# transform and the requirement's URN.
+grep -q '^pipeline refused-time-sorted: REFUSED after 0 elements (FAILED): .*beam:requirement:pardo:time_sorted_input:v1.*transform "TimeSorted/' \
+  "$work/refused.out" || fail "a time-sorted-input pipeline was not refused at submission with its transform and URN"
 
 # Beam Java's own KafkaIO (KafkaRoundTrip) against kfake, franz-go's fake
 # broker: a write, a bounded KafkaIO.read and a read of KafkaIO's
@@ -133,5 +142,5 @@ wait_port "$kafka_port" "${pids[-1]}" "kfake"
   cat "$work/kafka.out"; tail -40 "$work/kafka.log" >&2; fail "KafkaRoundTrip failed"; }
 cat "$work/kafka.out"
 
-n=$(( $(grep -c '^pipeline .*: PASS$' "$work/pipelines.out") + $(grep -c '^kafka .*: PASS$' "$work/kafka.out") + 3 ))
+n=$(( $(grep -c '^pipeline .*: PASS$' "$work/pipelines.out") + $(grep -c '^kafka .*: PASS$' "$work/kafka.out") + 4 ))
 echo "java: $n passed, 0 failed"

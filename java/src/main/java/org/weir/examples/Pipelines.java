@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import org.apache.beam.sdk.Pipeline;
 import org.apache.beam.sdk.PipelineResult;
@@ -59,6 +60,7 @@ import org.apache.beam.sdk.values.TupleTag;
 import org.apache.beam.sdk.values.TypeDescriptors;
 import org.joda.time.Duration;
 import org.joda.time.Instant;
+import org.weir.runner.WeirPipelineResult;
 
 /**
  * Small Java pipelines that check their own output with PAssert, one job each: what weir runs
@@ -466,6 +468,32 @@ public class Pipelines {
         .containsInAnyOrder(45L, 145L, 245L, 345L);
   }
 
+  /**
+   * Pipelines weir must refuse at submission: each must end FAILED with weir's refusal, naming the
+   * transform and what it needs, before any bundle runs. Run by name only.
+   */
+  static final Map<String, Consumer<Pipeline>> REFUSED = new LinkedHashMap<>();
+
+  /** Elements a refused pipeline's DoFns saw: LOOPBACK runs them in this process. */
+  static final AtomicInteger REFUSED_PROCESSED = new AtomicInteger();
+
+  static {
+    REFUSED.put("refused-time-sorted", p -> kvs(p).apply("TimeSorted", ParDo.of(new TimeSorted())));
+  }
+
+  /** A stateful DoFn that asks for its input sorted by event time, which weir does not do. */
+  static class TimeSorted extends DoFn<KV<String, Integer>, Integer> {
+    @StateId("last")
+    private final StateSpec<ValueState<Integer>> last = StateSpecs.value(VarIntCoder.of());
+
+    @RequiresTimeSortedInput
+    @ProcessElement
+    public void process(@Element KV<String, Integer> e, @StateId("last") ValueState<Integer> last) {
+      REFUSED_PROCESSED.incrementAndGet();
+      last.write(e.getValue());
+    }
+  }
+
   public static void main(String[] args) {
     List<String> names = new ArrayList<>();
     List<String> flags = new ArrayList<>();
@@ -477,7 +505,7 @@ public class Pipelines {
     }
     int failed = 0;
     for (String name : names) {
-      Consumer<Pipeline> build = ALL.getOrDefault(name, WRONG.get(name));
+      Consumer<Pipeline> build = ALL.getOrDefault(name, WRONG.getOrDefault(name, REFUSED.get(name)));
       if (build == null) {
         System.err.println("pipelines: no pipeline " + name + "; there are " + ALL.keySet() + " and " + WRONG.keySet());
         System.exit(2);
@@ -489,8 +517,18 @@ public class Pipelines {
       String result;
       try {
         build.accept(p);
-        PipelineResult.State state = p.run().waitUntilFinish();
+        PipelineResult run = p.run();
+        PipelineResult.State state = run.waitUntilFinish();
         result = state == PipelineResult.State.DONE ? "PASS" : "FAIL: the job ended " + state;
+        if (REFUSED.containsKey(name) && run instanceof WeirPipelineResult) {
+          result =
+              "REFUSED after "
+                  + REFUSED_PROCESSED.get()
+                  + " elements ("
+                  + state
+                  + "): "
+                  + ((WeirPipelineResult) run).errors().replace('\n', ' ');
+        }
       } catch (RuntimeException e) {
         result = "FAIL: " + e;
       }
