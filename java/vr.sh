@@ -41,8 +41,10 @@ esac
 work=$(mktemp -d)
 pid=
 cleanup() {
+  local status=$?
   [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
   rm -rf "$work"
+  exit "$status" # the run's, not the killed server's
 }
 trap cleanup EXIT
 

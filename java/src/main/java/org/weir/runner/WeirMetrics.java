@@ -2,8 +2,10 @@ package org.weir.runner;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Function;
 import org.apache.beam.model.jobmanagement.v1.JobApi;
 import org.apache.beam.model.pipeline.v1.MetricsApi.MonitoringInfo;
@@ -115,11 +117,18 @@ final class WeirMetrics extends MetricResults {
       }
     }
 
+    /**
+     * The metrics the filter matches. A metric reported only as committed (Prism reports every
+     * value so) was attempted too, by the bundles that committed it.
+     */
     List<MetricResult<T>> query(MetricsFilter filter) {
+      Set<MetricKey> keys = new LinkedHashSet<>(attempted.keySet());
+      keys.addAll(committed.keySet());
       List<MetricResult<T>> out = new ArrayList<>();
-      for (Map.Entry<MetricKey, T> e : attempted.entrySet()) {
-        if (MetricFiltering.matches(filter, e.getKey())) {
-          out.add(MetricResult.create(e.getKey(), committed.get(e.getKey()), e.getValue()));
+      for (MetricKey key : keys) {
+        if (MetricFiltering.matches(filter, key)) {
+          T done = committed.get(key);
+          out.add(MetricResult.create(key, done, attempted.getOrDefault(key, done)));
         }
       }
       return out;
