@@ -249,7 +249,11 @@ def test_streaming_periodic_impulse(server):
 def test_teststream_triggers_and_late_data(server):
   """Python's TestStream (beam:transform:teststream:v1) runs natively on
   weir: on-time and late panes of an event-time trigger with allowed
-  lateness, accumulating, and an element past the lateness dropped."""
+  lateness, accumulating, and an element past the lateness dropped. Python
+  declares the closing behavior EMIT_ALWAYS, so when the window expires its
+  final pane fires though nothing arrived since the late one: the
+  accumulated 7 again, marked last, as Beam's model (Java's ReduceFnRunner,
+  which Flink and Dataflow run) has it."""
   from apache_beam.testing.test_stream import TestStream
   from apache_beam.transforms import trigger
   stream = (TestStream()
@@ -257,7 +261,7 @@ def test_teststream_triggers_and_late_data(server):
                            window.TimestampedValue(("k", 2), 2)])
             .advance_watermark_to(10)  # fires [0, 10) on time: 3
             .add_elements([window.TimestampedValue(("k", 4), 4)])  # late: 7
-            .advance_watermark_to(30)  # past the lateness of [0, 10)
+            .advance_watermark_to(30)  # past the lateness of [0, 10): final pane
             .add_elements([window.TimestampedValue(("k", 8), 8)])  # dropped
             .advance_watermark_to_infinity())
   with beam.Pipeline(options=options(server, "--streaming")) as p:
@@ -270,10 +274,11 @@ def test_teststream_triggers_and_late_data(server):
                allowed_lateness=15)
            | beam.CombinePerKey(sum)
            | beam.Map(lambda kv, pane=beam.DoFn.PaneInfoParam:
-                      (kv[1], pane.timing)))
+                      (kv[1], pane.timing, pane.is_last)))
     from apache_beam.utils.windowed_value import PaneInfoTiming
-    assert_that(out, equal_to([(3, PaneInfoTiming.ON_TIME),
-                               (7, PaneInfoTiming.LATE)]))
+    assert_that(out, equal_to([(3, PaneInfoTiming.ON_TIME, False),
+                               (7, PaneInfoTiming.LATE, False),
+                               (7, PaneInfoTiming.LATE, True)]))
 
 
 def test_teststream_of_strings(server):
