@@ -2,6 +2,7 @@ package org.weir.runner;
 
 import java.util.Iterator;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.apache.beam.model.jobmanagement.v1.JobApi;
 import org.apache.beam.model.jobmanagement.v1.JobServiceGrpc;
 import org.apache.beam.model.pipeline.v1.Endpoints.ApiServiceDescriptor;
@@ -114,6 +115,44 @@ public class WeirPipelineResult implements PipelineResult {
     } finally {
       ch.shutdown();
     }
+  }
+
+  /**
+   * Calls {@code f} with each of the job's messages (weir's "restored from checkpoint ...", its
+   * checkpoints, warnings), from the first, on a daemon thread of its own, until the job ends or
+   * the job service goes away. Returns at once.
+   */
+  public void followMessages(Consumer<JobApi.JobMessage> f) {
+    ManagedChannel ch =
+        ManagedChannelFactory.createDefault()
+            .forDescriptor(ApiServiceDescriptor.newBuilder().setUrl(endpoint).build());
+    Thread t =
+        new Thread(
+            () -> {
+              try {
+                Iterator<JobApi.JobMessagesResponse> messages =
+                    JobServiceGrpc.newBlockingStub(ch)
+                        .getMessageStream(
+                            JobApi.JobMessagesRequest.newBuilder().setJobId(jobId).build());
+                while (messages.hasNext()) {
+                  JobApi.JobMessagesResponse m = messages.next();
+                  if (m.hasMessageResponse()) {
+                    f.accept(m.getMessageResponse());
+                  }
+                  if (m.hasStateResponse()
+                      && toState(m.getStateResponse().getState()).isTerminal()) {
+                    break;
+                  }
+                }
+              } catch (StatusRuntimeException e) {
+                LOG.debug("weir: following job {} messages: {}", jobId, e.getStatus());
+              } finally {
+                ch.shutdown();
+              }
+            },
+            "weir-messages-" + jobId);
+    t.setDaemon(true);
+    t.start();
   }
 
   /**
