@@ -9,7 +9,11 @@
 #                         PAssert, one whose assertion is wrong, which
 #                         must fail, one weir must refuse at submission,
 #                         and KafkaRoundTrip (Beam Java's KafkaIO)
-#                         against bin/kfake (make java-test)
+#                         against bin/kfake (make java-test), then a
+#                         streaming job with checkpoints whose server is
+#                         killed (SIGKILL) and which, submitted again to a
+#                         new server on the same --state-dir, resumes from
+#                         its checkpoint
 #
 # Extra arguments go to every Java program, e.g. java/run.sh test --streaming.
 #
@@ -48,10 +52,19 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+serve_log=$work/serve.log # the log fail shows: the server of the step that runs
 fail() {
   echo "java/run.sh: $*" >&2
-  echo "--- weir serve's log:" >&2; tail -40 "$work/serve.log" >&2
+  echo "--- weir serve's log ($(basename "$serve_log")):" >&2; tail -40 "$serve_log" >&2
   exit 1
+}
+wait_for() { # seconds command...: poll the command until it succeeds; false if it never did
+  local secs=$1; shift
+  for _ in $(seq $((secs * 5))); do
+    "$@" && return 0
+    sleep 0.2
+  done
+  return 1
 }
 
 job_port=$(free_port)
@@ -142,5 +155,90 @@ wait_port "$kafka_port" "${pids[-1]}" "kfake"
   cat "$work/kafka.out"; tail -40 "$work/kafka.log" >&2; fail "KafkaRoundTrip failed"; }
 cat "$work/kafka.out"
 
-n=$(( $(grep -c '^pipeline .*: PASS$' "$work/pipelines.out") + $(grep -c '^kafka .*: PASS$' "$work/kafka.out") + 4 ))
+
+# CheckpointResume counts the ticks of an UnboundedSource (a splittable
+# DoFn in Beam's Java SDK, its checkpoint mark in the restriction) in a
+# stateful DoFn and appends "tick count" to a file. Its server is killed
+# as in a crash once two checkpoints are complete; the job, submitted again
+# under its name to a new server on the same state dir, must resume: its
+# first line goes on from the checkpoint (from scratch it would be "0 1"),
+# the source's position and the count together (count = tick + 1).
+echo "== a streaming job resumes from its checkpoint after weir serve is killed"
+ck=$work/checkpoint
+ck_name=java-checkpoint-resume
+ck_dir=$ck/state/jobs/$ck_name/checkpoints
+mkdir -p "$ck"
+ck_serve() { # run: a weir serve on the state dir; sets ck_port, ck_weir
+  ck_port=$(free_port)
+  serve_log=$ck/serve-$1.log
+  "$weir" serve --job-port="$ck_port" --state-dir="$ck/state" >"$serve_log" 2>&1 &
+  ck_weir=$!
+  pids+=("$ck_weir")
+  wait_port "$ck_port" "$ck_weir" "weir serve"
+}
+ck_submit() { # run: the job, in the background; sets ck_java
+  "${jvm[@]}" org.weir.examples.CheckpointResume --runner=WeirRunner --jobEndpoint="localhost:$ck_port" \
+    --defaultEnvironmentType=LOOPBACK --streaming --jobName="$ck_name" --weirCheckpointInterval=1s \
+    --output="$ck/$1.ticks" >"$ck/$1.out" 2>"$ck/$1.log" &
+  ck_java=$!
+  pids+=("$ck_java")
+}
+ck_fail() { # run message
+  echo "--- the $1 run's output:" >&2; tail -20 "$ck/$1.out" >&2; tail -20 "$ck/$1.log" >&2
+  fail "$2"
+}
+latest() { # the newest completed checkpoint: a folder chk-N with its MANIFEST (0: none)
+  local m=0 c id
+  for c in "$ck_dir"/chk-*[0-9]; do
+    [ -f "$c/MANIFEST" ] || continue
+    id=${c##*/chk-}
+    if [ "$id" -gt "$m" ]; then m=$id; fi
+  done
+  echo "$m"
+}
+ticks() { [ -f "$ck/$1.ticks" ] && wc -l <"$ck/$1.ticks" || echo 0; }
+gone() { ! kill -0 "$1" 2>/dev/null; }
+running() { ! gone "$ck_java" || ck_fail "$1" "the job's submitter exited"; }
+counting() { running "$1" && [ "$(ticks "$1")" -gt "$2" ]; }
+checkpointed() { running first && [ "$(latest)" -ge "$1" ]; }
+
+ck_serve first
+ck_submit first
+wait_for 90 counting first 0 || ck_fail first "the first run counted no tick in 90s"
+# Two more checkpoints after the first tick: the first of them may have
+# been triggered before it, the second only once the first had completed,
+# so it covers counting already done.
+since=$(latest)
+wait_for 60 checkpointed $((since + 2)) || ck_fail first "no two checkpoints completed in $ck_dir in 60s"
+kill -KILL "$ck_weir" # as a crash: nothing is flushed or stopped
+wait "$ck_weir" 2>/dev/null || true
+# Its LOOPBACK workers lost their server: it goes too, as a crash would
+# take it (SIGTERM, then SIGKILL if it lingers).
+kill "$ck_java" 2>/dev/null || true
+wait_for 10 gone "$ck_java" || kill -KILL "$ck_java" 2>/dev/null || true
+wait "$ck_java" 2>/dev/null || true
+read -r _ before < <(tail -1 "$ck/first.ticks") || true
+[ "${before:-0}" -gt 1 ] || ck_fail first "the first run counted ${before:-nothing} before the kill"
+echo "first run: counted to $before; checkpoints: $(cd "$ck_dir" && echo chk-*)"
+
+ck_serve second
+ck_submit second
+wait_for 90 counting second 5 || ck_fail second "the restored run counted no 6 ticks in 90s"
+wait_for 10 grep -q '^message: .*restored from checkpoint' "$ck/second.out" ||
+  ck_fail second "the job did not say it was restored from a checkpoint"
+grep -o 'restored from checkpoint [0-9]*' "$ck/second.out"
+read -r tick count < <(head -1 "$ck/second.ticks") || true
+echo "the restored run starts at tick $tick, count $count"
+# From scratch it would be tick 0, count 1. Restored, the count goes on
+# from the checkpoint's (at most what the first run had counted: it went
+# on after its last checkpoint), and so does the source, one count a tick.
+[ "$tick" -gt 0 ] && [ "$count" -gt 1 ] || ck_fail second "the restored run started over: tick $tick, count $count"
+[ "$count" -le $((before + 1)) ] || ck_fail second "the restored run's count $count is past the first run's $before"
+[ "$count" -eq $((tick + 1)) ] || ck_fail second "tick $tick counted $count: the source's position and the count were not restored together"
+job=$(sed -n 's/^job //p' "$ck/second.out" | head -1)
+"$weir" cancel --endpoint="localhost:$ck_port" "$job" >/dev/null || ck_fail second "cancelling job $job failed"
+wait "$ck_java" || ck_fail second "the restored job did not end CANCELLED"
+grep '^job ended' "$ck/second.out"
+
+n=$(( $(grep -c '^pipeline .*: PASS$' "$work/pipelines.out") + $(grep -c '^kafka .*: PASS$' "$work/kafka.out") + 5 ))
 echo "java: $n passed, 0 failed"
