@@ -39,25 +39,6 @@ type JavaExcluded struct {
 	Category string `json:"category"`
 }
 
-type surefireSuite struct {
-	Cases []surefireCase `xml:"testcase"`
-}
-
-type surefireCase struct {
-	Name      string           `xml:"name,attr"`
-	Classname string           `xml:"classname,attr"`
-	Time      string           `xml:"time,attr"`
-	Failure   *surefireMessage `xml:"failure"`
-	Error     *surefireMessage `xml:"error"`
-	Skipped   *surefireMessage `xml:"skipped"`
-}
-
-type surefireMessage struct {
-	Type    string `xml:"type,attr"`
-	Message string `xml:"message,attr"`
-	Body    string `xml:",chardata"`
-}
-
 // ImportSurefire reads the TEST-*.xml reports Surefire wrote in dir.
 func ImportSurefire(dir string) ([]JavaTest, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "TEST-*.xml"))
@@ -73,13 +54,12 @@ func ImportSurefire(dir string) ([]JavaTest, error) {
 		if err != nil {
 			return nil, err
 		}
-		var s surefireSuite
+		var s junitSuite // Surefire's root is one <testsuite>
 		if err := xml.Unmarshal(b, &s); err != nil {
 			return nil, fmt.Errorf("java results %s: %w", f, err)
 		}
 		for _, c := range s.Cases {
-			t := JavaTest{Name: c.Classname + "#" + c.Name, Status: "pass"}
-			fmt.Sscanf(strings.ReplaceAll(c.Time, ",", ""), "%g", &t.Seconds)
+			t := JavaTest{Name: c.Classname + "#" + c.Name, Status: "pass", Seconds: c.Time}
 			switch {
 			case c.Failure != nil:
 				t.Status, t.Reason = "fail", javaReason(c.Failure)
@@ -99,7 +79,7 @@ func ImportSurefire(dir string) ([]JavaTest, error) {
 // first cause a job's error carries ("Caused by:", with the lines of its
 // message up to its stack), else the first line naming an exception or an
 // assertion, else the first line.
-func javaReason(m *surefireMessage) string {
+func javaReason(m *junitMessage) string {
 	text := m.Message
 	if text == "" {
 		text = m.Body

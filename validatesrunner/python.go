@@ -39,17 +39,20 @@ type junitSuite struct {
 	Cases     []junitCase `xml:"testcase"`
 }
 
+// junitCase is one test case of a JUnit XML report, pytest's or Surefire's.
 type junitCase struct {
-	Name    string        `xml:"name,attr"`
-	Time    float64       `xml:"time,attr"`
-	Failure *junitMessage `xml:"failure"`
-	Error   *junitMessage `xml:"error"`
-	Skipped *junitMessage `xml:"skipped"`
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      float64       `xml:"time,attr"`
+	Failure   *junitMessage `xml:"failure"`
+	Error     *junitMessage `xml:"error"`
+	Skipped   *junitMessage `xml:"skipped"`
 }
 
 type junitMessage struct {
 	Type    string `xml:"type,attr"`
 	Message string `xml:"message,attr"`
+	Body    string `xml:",chardata"`
 }
 
 // ReadPythonRun reads the JUnit XML report of runner's Python suite run;
