@@ -42,9 +42,12 @@ work=$(mktemp -d)
 pid=
 cleanup() {
   local status=$?
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  if [ -n "$pid" ]; then
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true # under set -e, its 143 would be the script's
+  fi
   rm -rf "$work"
-  exit "$status" # the run's, not the killed server's
+  exit "$status"
 }
 trap cleanup EXIT
 

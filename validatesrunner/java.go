@@ -71,8 +71,26 @@ func ImportSurefire(dir string) ([]JavaTest, error) {
 			tests = append(tests, t)
 		}
 	}
-	sort.Slice(tests, func(i, j int) bool { return tests[i].Name < tests[j].Name })
-	return tests, nil
+	return dedupeJava(tests), nil
+}
+
+// dedupeJava keeps one outcome per test, sorted by name. Surefire runs the
+// nested classes of an Enclosed test class (GroupByKeyTest's) twice, once
+// through the outer class, and reports both under the nested class; where
+// the two runs differ, the failure is kept.
+func dedupeJava(tests []JavaTest) []JavaTest {
+	sort.SliceStable(tests, func(i, j int) bool { return tests[i].Name < tests[j].Name })
+	out := tests[:0]
+	for _, t := range tests {
+		if n := len(out); n > 0 && out[n-1].Name == t.Name {
+			if t.Status == "fail" && out[n-1].Status != "fail" {
+				out[n-1] = t
+			}
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // javaReason picks the lines of a failure that say what went wrong: the

@@ -14,6 +14,9 @@ func TestJavaImportAndCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(tests) != 6 {
+		t.Errorf("%d tests, want 6: a test reported twice is one, its failure kept", len(tests))
+	}
 	got := map[string]JavaTest{}
 	for _, x := range tests {
 		got[strings.TrimPrefix(x.Name, "org.example.ATest#")] = x
