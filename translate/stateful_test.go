@@ -35,7 +35,7 @@ func init() {
 
 // expiringPipeline is Create → fixed windows with allowed lateness →
 // expiringFn under "Expiring", marshalled, with the OnWindowExpiration
-// family set to family.
+// family set to family and the requirement listed, as Java lists it.
 func expiringPipeline(t *testing.T, family string) *pipepb.Pipeline {
 	pp := marshal(t, scoped(func(s beam.Scope) {
 		kv := beam.AddFixedKey(s, beam.Create(s, 1, 2, 3))
@@ -62,6 +62,7 @@ func expiringPipeline(t *testing.T, family string) *pipepb.Pipeline {
 	if !found {
 		t.Fatal("no ParDo under Expiring/")
 	}
+	pp.Requirements = append(pp.Requirements, URNReqStateful, URNReqWindowExpiry)
 	return pp
 }
 
