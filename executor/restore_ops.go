@@ -120,9 +120,9 @@ func (g *TriggeredGroupByKey) RestoreState(b []byte) error {
 
 // sdkStageState is an SDK stage's memory at a barrier (its bundle is
 // closed then): the user state's sequence counter, the live timers of a
-// stateful DoFn, the SDF residuals waiting to resume with their watermark
-// hold, the main-input elements waiting for side inputs, and the side
-// inputs' contents.
+// stateful DoFn (its window expirations among them), the SDF residuals
+// waiting to resume with their watermark hold, the main-input elements
+// waiting for side inputs, and the side inputs' contents.
 type sdkStageState struct {
 	UserSeq  uint64         `json:"user_seq,omitempty"`
 	Timers   []timers.Timer `json:"timers,omitempty"`
@@ -142,6 +142,9 @@ func (s *SDKStage) SnapshotState(BarrierID) ([]byte, error) {
 	}
 	if s.timers != nil {
 		st.Timers = s.timers.All()
+	}
+	if s.expiry != nil {
+		st.Timers = append(st.Timers, s.expiry.All()...)
 	}
 	if len(s.pending) > 0 {
 		st.Pending, st.ResHold = s.pending, s.resHold
@@ -173,6 +176,10 @@ func (s *SDKStage) RestoreState(b []byte) error {
 			return fmt.Errorf("stage %s: restore: the checkpoint holds %d timers of a stage without timers", s.Spec.Name, len(st.Timers))
 		}
 		for _, t := range st.Timers {
+			if s.expiry != nil && t.Family == s.Spec.Stateful.WindowExpiration && t.Transform == s.Spec.Stateful.Transform {
+				s.expiry.Set(t)
+				continue
+			}
 			s.timers.Set(t)
 		}
 	}

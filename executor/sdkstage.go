@@ -125,9 +125,12 @@ type SDKStage struct {
 	state *stageState
 
 	// User holds the subtask's user state; set for stateful stages.
-	User      *state.UserState
-	ustate    *userState
-	timers    *timers.Set
+	User   *state.UserState
+	ustate *userState
+	timers *timers.Set
+	// expiry holds the window expirations of a transform with an
+	// OnWindowExpiration callback; nil otherwise (expiry.go).
+	expiry    *timers.Set
 	synthetic bool       // processing time comes from a TestStream
 	procTime  mtime.Time // the synthetic processing time
 }
@@ -148,6 +151,9 @@ func NewSDKStage(spec *SDKStageSpec, out *Output) *SDKStage {
 	}
 	if st := spec.Stateful; st != nil {
 		s.timers = timers.New()
+		if st.WindowExpiration != "" {
+			s.expiry = timers.New()
+		}
 		s.ustate = &userState{stage: spec.Name, transform: st.Transform, ids: map[string]bool{},
 			ordered: st.OrderedLists, lateness: st.AllowedLateness}
 		for _, id := range st.StateIDs {
@@ -343,6 +349,9 @@ func (s *SDKStage) forwardWatermark(ctx context.Context) error {
 	if s.timers != nil {
 		s.wm.SetHold(holdTimers, s.timers.Hold())
 	}
+	if s.expiry != nil {
+		s.wm.SetHold(holdExpiry, s.expiryHold())
+	}
 	wm, advanced := s.wm.Emit()
 	if !advanced {
 		return nil
@@ -354,6 +363,9 @@ func (s *SDKStage) forwardWatermark(ctx context.Context) error {
 const (
 	holdResiduals watermarkmgr.HoldID = "residuals" // SDF residuals waiting
 	holdTimers    watermarkmgr.HoldID = "timers"    // output timestamps of live timers
+	// holdExpiry: the max timestamps of windows whose OnWindowExpiration
+	// callbacks are still to run.
+	holdExpiry watermarkmgr.HoldID = "window expiration"
 	// holdSideInputs: main-input elements waiting for their side windows.
 	holdSideInputs watermarkmgr.HoldID = "side inputs"
 )
@@ -446,6 +458,9 @@ func (s *SDKStage) runBundle(ctx context.Context, in [][]byte, fired []timers.Ti
 		if err := s.applyTimers(res); err != nil {
 			return err
 		}
+	}
+	if err := s.sawInput(in); err != nil {
+		return err
 	}
 	return s.commit(ctx, res)
 }

@@ -19,6 +19,10 @@ type StatefulSpec struct {
 	OrderedLists    map[string]wire.Measure
 	Timers          []TimerFamilySpec
 	AllowedLateness mtime.Time
+	// WindowExpiration is the timer family of the transform's
+	// OnWindowExpiration callback, one of Timers; "" when it has none
+	// (expiry.go).
+	WindowExpiration string
 }
 
 // TimerFamilySpec is one timer family of the stateful transform.
@@ -57,6 +61,10 @@ func (s *SDKStage) applyTimers(res *fnapi.BundleResult) error {
 	st := s.Spec.Stateful
 	for _, f := range st.Timers {
 		b := res.Timers[fnapi.TimerFamily{TransformID: st.Transform, FamilyID: f.ID}]
+		if f.ID == st.WindowExpiration && len(b) > 0 {
+			return fmt.Errorf("stage %s: the SDK set timers of family %s of %s, the OnWindowExpiration family, which only the runner sets",
+				s.Spec.Name, f.ID, st.Transform)
+		}
 		for len(b) > 0 {
 			t, n, err := f.Codec.Decode(b)
 			if err != nil {
@@ -96,13 +104,18 @@ func (s *SDKStage) bundleKeys(in [][]byte, fired []timers.Timer) (map[string]str
 }
 
 // fireDue runs bundles of the timers of domain d due at now until none is
-// left: a timer a fired timer sets in the past fires at once.
+// left: a timer a fired timer sets in the past fires at once. In event
+// time, the window expirations due come once no user timer is (expiry.go).
 func (s *SDKStage) fireDue(ctx context.Context, d timers.Domain, now mtime.Time) error {
 	if s.timers == nil {
 		return nil
 	}
 	for round := 0; ; round++ {
 		due := s.timers.Due(d, now)
+		expired := false
+		if len(due) == 0 && d == timers.EventTime && s.expiry != nil {
+			due, expired = s.expiry.Due(timers.EventTime, now), true
+		}
 		if len(due) == 0 {
 			return nil
 		}
@@ -110,7 +123,13 @@ func (s *SDKStage) fireDue(ctx context.Context, d timers.Domain, now mtime.Time)
 			return fmt.Errorf("stage %s: transform %s: timers still due after %d rounds at %v: a timer keeps setting itself due",
 				s.Spec.Name, s.Spec.Stateful.Transform, round, now)
 		}
-		if err := s.runBundle(ctx, nil, due); err != nil {
+		var err error
+		if expired {
+			err = s.runExpirations(ctx, due)
+		} else {
+			err = s.runBundle(ctx, nil, due)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -122,7 +141,7 @@ func (s *SDKStage) fireAll(ctx context.Context) error {
 	if s.timers == nil {
 		return nil
 	}
-	for s.timers.Len() > 0 {
+	for s.liveTimers() > 0 {
 		if err := s.fireDue(ctx, timers.EventTime, mtime.MaxTimestamp); err != nil {
 			return err
 		}
@@ -190,8 +209,10 @@ func (s *SDKStage) Wake(ctx context.Context, now time.Time) error {
 }
 
 // collect drops the user state of windows the watermark has expired. A
-// live timer may still read its window's state when it fires, so nothing
-// at or after the least timer hold is collected.
+// live user timer may still read its window's state when it fires, so
+// nothing at or after the least user-timer hold is collected. Window
+// expirations do not bound it: the caller fires those due first, and the
+// state of a window with one live has not expired.
 func (s *SDKStage) collect(wm mtime.Time) error {
 	if s.User == nil {
 		return nil

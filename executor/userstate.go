@@ -84,13 +84,7 @@ func (u *userState) end(commit bool) error {
 }
 
 // expiry is when the state of a window may be collected.
-func (u *userState) expiry(window []byte) mtime.Time {
-	end := wire.WindowMaxTimestamp(window)
-	if end >= mtime.EndOfGlobalWindowTime || end > mtime.MaxTimestamp-u.lateness {
-		return mtime.EndOfGlobalWindowTime
-	}
-	return end + u.lateness
-}
+func (u *userState) expiry(window []byte) mtime.Time { return windowExpiry(window, u.lateness) }
 
 func (u *userState) cell(transform, id string, window, key []byte) (state.Cell, error) {
 	if transform != u.transform {

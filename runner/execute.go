@@ -452,7 +452,7 @@ func sdkSpec(plan *translate.Plan, s *translate.Stage, fn *fnapi.Server, workers
 	if st := s.Stateful; st != nil {
 		spec.Key = keyFunc(plan.PColls[s.MainInput()])
 		spec.Stateful = &executor.StatefulSpec{Transform: st.TransformID, OrderedLists: st.OrderedLists,
-			AllowedLateness: st.AllowedLateness}
+			AllowedLateness: st.AllowedLateness, WindowExpiration: st.WindowExpiration}
 		spec.Stateful.StateIDs = st.StateIDs
 		for _, f := range st.Timers {
 			spec.Stateful.Timers = append(spec.Stateful.Timers, executor.TimerFamilySpec{ID: f.ID, ProcessingTime: f.ProcessingTime, Codec: f.Codec})

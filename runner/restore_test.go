@@ -99,13 +99,24 @@ func init() {
 // restorePipelineOf builds the job; stateful sums with windowSumFn
 // instead of a combine.
 func restorePipelineOf(run string, stateful bool) *beam.Pipeline {
+	return restorePipelineWith(run, stateful, false)
+}
+
+// restorePipelineWith builds the job; expiry sums with expirySumFn, whose
+// sum comes from the window's expiration (expiry_test.go: the caller
+// names its family the OnWindowExpiration family).
+func restorePipelineWith(run string, stateful, expiry bool) *beam.Pipeline {
 	p, s := beam.NewPipelineWithRoot()
 	in := restoreInput(s)
 	var sums beam.PCollection
-	if stateful {
+	switch {
+	case expiry:
+		sums = beam.ParDo(s, &expirySumFn{Vals: state.MakeBagState[int64]("vals"), Expire: timers.InEventTime("expire")},
+			beam.ParDo(s, keyAll, in))
+	case stateful:
 		sums = beam.ParDo(s, &windowSumFn{Vals: state.MakeBagState[int64]("vals"), Flush: timers.InEventTime("flush")},
 			beam.ParDo(s, keyAll, in))
-	} else {
+	default:
 		sums = stats.Sum(s, in)
 	}
 	beam.ParDo0(s, &collectFn{Run: run}, sums)
@@ -262,14 +273,23 @@ func TestRestoreAfterCrash(t *testing.T) {
 	for _, tc := range []struct {
 		mode     string
 		stateful bool
-	}{{"aligned", false}, {"unaligned", false}, {"aligned", true}} {
+		// expiry: the stateful sum comes from the window's expiration
+		// (OnWindowExpiration), a timer only the runner sets.
+		expiry bool
+	}{{"aligned", false, false}, {"unaligned", false, false}, {"aligned", true, false}, {"aligned", true, true}} {
 		mode := tc.mode
-		if tc.stateful {
+		if tc.expiry {
+			mode = "expiry-" + mode
+		} else if tc.stateful {
 			mode = "stateful-" + mode
 		}
 		run := func(t *testing.T, name, run string, opts map[string]string,
 			before func(context.Context, int, func() error) error) ([]string, *Job, error) {
-			return runRestoreJobOf(t, restorePipelineOf(run, tc.stateful), name, run, opts, before)
+			if tc.expiry {
+				testHookPipeline = withWindowExpiration(t, "expirySumFn", "expire")
+				defer func() { testHookPipeline = nil }()
+			}
+			return runRestoreJobOf(t, restorePipelineWith(run, tc.stateful, tc.expiry), name, run, opts, before)
 		}
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
@@ -277,7 +297,8 @@ func TestRestoreAfterCrash(t *testing.T) {
 			opts := map[string]string{CheckpointIntervalOption: "5ms", CheckpointDirOption: dir, CheckpointModeOption: tc.mode,
 				CheckpointKeepOption: "10"}
 			// Crash before window 3's second element event or, stateful,
-			// before its watermark: then only the restored timer fires it.
+			// before its watermark: then only the restored timer (or
+			// expiration) fires it.
 			stop := eventOf(3, 1)
 			if tc.stateful {
 				stop = eventOf(3, 2)

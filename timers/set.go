@@ -68,6 +68,13 @@ func (s *Set) Set(t Timer) {
 	heap.Push(&s.holds, it)
 }
 
+// Has reports whether a family, key, window and tag has a live timer. It
+// allocates nothing, so a caller may ask for every element it sees.
+func (s *Set) Has(transform, family string, key, window, tag []byte) bool {
+	_, ok := s.live[id{transform, family, string(key), string(window), string(tag)}]
+	return ok
+}
+
 // Clear removes the live timer of a family, key, window and tag, if any.
 func (s *Set) Clear(transform, family string, key, window, tag []byte) {
 	k := id{transform, family, string(key), string(window), string(tag)}

@@ -119,3 +119,33 @@ func TestAllInSetOrder(t *testing.T) {
 		t.Errorf("All = %v, want [b10 a20]", got)
 	}
 }
+
+// TestHas: a timer is live from Set until it is cleared, replaced by
+// nothing, or due; asking costs no allocation.
+func TestHas(t *testing.T) {
+	s := New()
+	has := func() bool { return s.Has("t", "f", []byte("a"), nil, nil) }
+	steps := []struct {
+		name string
+		op   func()
+		want bool
+	}{
+		{"empty", func() {}, false},
+		{"set", func() { s.Set(ev("a", 10, 10)) }, true},
+		{"another key", func() { s.Set(ev("b", 10, 10)) }, true},
+		{"not yet due", func() { s.Due(EventTime, 10) }, true},
+		{"due", func() { s.Due(EventTime, 11) }, false},
+		{"set again", func() { s.Set(ev("a", 20, 20)) }, true},
+		{"cleared", func() { s.Clear("t", "f", []byte("a"), nil, nil) }, false},
+	}
+	for _, st := range steps {
+		st.op()
+		if got := has(); got != st.want {
+			t.Errorf("after %s: Has = %v, want %v", st.name, got, st.want)
+		}
+	}
+	key, win := []byte("a"), []byte("w")
+	if n := testing.AllocsPerRun(100, func() { s.Has("t", "f", key, win, nil) }); n != 0 {
+		t.Errorf("Has allocates %v times per call, want 0", n)
+	}
+}

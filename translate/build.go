@@ -100,7 +100,7 @@ func checkRequirements(reqs []string) []error {
 	var errs []error
 	for _, r := range reqs {
 		switch r {
-		case URNReqSplittable, URNReqFinalization, URNReqStableInput, URNReqStateful:
+		case URNReqSplittable, URNReqFinalization, URNReqStableInput, URNReqStateful, URNReqWindowExpiry:
 		default:
 			errs = append(errs, fmt.Errorf("pipeline requirement %s is not supported", r))
 		}

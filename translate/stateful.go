@@ -27,6 +27,12 @@ type Stateful struct {
 	// AllowedLateness of the main input's windowing: state of a window is
 	// collected once the watermark passes the window's end plus this.
 	AllowedLateness mtime.Time // a duration in milliseconds
+	// WindowExpiration is the timer family of the transform's
+	// OnWindowExpiration callback (the payload's
+	// on_window_expiration_timer_family_spec), "" when it has none. The
+	// SDK never sets timers of it: the runner fires one for each key and
+	// window the transform saw input in, once the window expires.
+	WindowExpiration string
 }
 
 // TimerFamily is one timer family of a stateful transform.
@@ -37,7 +43,8 @@ type TimerFamily struct {
 }
 
 func isStateful(pd *pipepb.ParDoPayload) bool {
-	return len(pd.GetStateSpecs()) > 0 || len(pd.GetTimerFamilySpecs()) > 0
+	return len(pd.GetStateSpecs()) > 0 || len(pd.GetTimerFamilySpecs()) > 0 ||
+		pd.GetOnWindowExpirationTimerFamilySpec() != ""
 }
 
 // stateful prepares transform id's state and timer specs for the runner:
@@ -98,6 +105,9 @@ func (b *builder) stateful(id string) (*Stateful, error) {
 		st.Timers = append(st.Timers, TimerFamily{ID: fid, ProcessingTime: proc,
 			Codec: &wire.TimerCodec{Key: key, Window: win}})
 	}
+	if err := b.windowExpiration(id, pd, st); err != nil {
+		return nil, err
+	}
 	pl, err := proto.Marshal(pd)
 	if err != nil {
 		return nil, fmt.Errorf("transform %s: %w", b.name(id), err)
@@ -106,4 +116,23 @@ func (b *builder) stateful(id string) (*Stateful, error) {
 	t.Spec.Payload = pl
 	b.comps.Transforms[id] = t
 	return st, nil
+}
+
+// windowExpiration reads the family of the OnWindowExpiration callback:
+// one of the payload's timer families, in event time (Java declares it so,
+// and it fires by the watermark).
+func (b *builder) windowExpiration(id string, pd *pipepb.ParDoPayload, st *Stateful) error {
+	fid := pd.GetOnWindowExpirationTimerFamilySpec()
+	if fid == "" {
+		return nil
+	}
+	spec, ok := pd.GetTimerFamilySpecs()[fid]
+	if !ok {
+		return fmt.Errorf("transform %s: the OnWindowExpiration timer family %q is not one of its timer families", b.name(id), fid)
+	}
+	if d := spec.GetTimeDomain(); d != pipepb.TimeDomain_EVENT_TIME {
+		return fmt.Errorf("transform %s: the OnWindowExpiration timer family %q is in time domain %v, not event time", b.name(id), fid, d)
+	}
+	st.WindowExpiration = fid
+	return nil
 }

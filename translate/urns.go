@@ -39,4 +39,7 @@ const (
 	URNReqFinalization = "beam:requirement:pardo:finalization:v1"
 	URNReqTimeSorted   = "beam:requirement:pardo:time_sorted_input:v1"
 	URNReqStableInput  = "beam:requirement:pardo:stable_input:v1"
+	// URNReqWindowExpiry: a ParDo's on_window_expiration_timer_family_spec
+	// must be read (Beam's OnWindowExpiration).
+	URNReqWindowExpiry = "beam:requirement:pardo:on_window_expiration:v1"
 )

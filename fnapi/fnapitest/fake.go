@@ -52,6 +52,13 @@ type Worker struct {
 	// after its first accepted split.
 	CrashAfterSplit bool
 
+	// Stateful, when set, stands in for a stateful DoFn: once a bundle's
+	// inputs and timer families have all ended, it gets what the bundle
+	// received and returns what the bundle outputs to each sink of Echo and
+	// the timers it sets. Every timer family the runner ended gets its end
+	// mark back. It is called from one goroutine per bundle.
+	Stateful func(in BundleIn) BundleOut
+
 	largest atomic.Int64 // bytes of the largest data frame received
 
 	conn   *grpc.ClientConn
@@ -122,11 +129,33 @@ func appendPosition(dst []byte, p uint32) []byte {
 	return wire.AppendWindowedValue(dst, 0, nil, []byte{wire.PaneNoFiring}, binary.BigEndian.AppendUint32(nil, p))
 }
 
+// TimerFamily names a timer family of a transform.
+type TimerFamily struct{ Transform, Family string }
+
+// BundleIn is what a Stateful worker's bundle received: the data of each
+// source transform and the fired timers of each family, as sent.
+type BundleIn struct {
+	Instruction string
+	Data        map[string][]byte
+	Timers      map[TimerFamily][]byte
+}
+
+// BundleOut is what a Stateful worker's bundle sends back: the data of
+// each sink transform and the timers set, by family, encoded.
+type BundleOut struct {
+	Data   map[string][]byte
+	Timers map[TimerFamily][]byte
+}
+
 type bundleIn struct {
 	data map[string][]byte
 	ends map[string][]int // where each data frame of a source ended
 	last map[string]bool
 	done chan struct{}
+	// timers and timersLast: the fired timers of each family, and the
+	// families that have ended.
+	timers     map[TimerFamily][]byte
+	timersLast map[TimerFamily]bool
 
 	mu    sync.Mutex
 	elems [][2]uint32 // restrictions, once all input arrived
@@ -153,7 +182,8 @@ func (s *server) get(id string) *bundleIn {
 	defer s.mu.Unlock()
 	b, ok := s.bundles[id]
 	if !ok {
-		b = &bundleIn{data: map[string][]byte{}, ends: map[string][]int{}, last: map[string]bool{}, done: make(chan struct{})}
+		b = &bundleIn{data: map[string][]byte{}, ends: map[string][]int{}, last: map[string]bool{}, done: make(chan struct{}),
+			timers: map[TimerFamily][]byte{}, timersLast: map[TimerFamily]bool{}}
 		s.bundles[id] = b
 	}
 	return b
@@ -222,6 +252,7 @@ func (s *server) receiveData() {
 		if err != nil {
 			return
 		}
+		ended := map[*bundleIn]bool{}
 		for _, d := range msg.GetData() {
 			b := s.get(d.GetInstructionId())
 			b.mu.Lock()
@@ -230,7 +261,7 @@ func (s *server) receiveData() {
 				// sent with it is dropped.
 				b.last[d.GetTransformId()] = true
 				if len(b.last) == len(s.w.Echo) {
-					close(b.done)
+					ended[b] = true
 				}
 				b.mu.Unlock()
 				continue
@@ -241,6 +272,22 @@ func (s *server) receiveData() {
 				s.w.largest.Store(n)
 			}
 			b.mu.Unlock()
+		}
+		for _, t := range msg.GetTimers() {
+			b := s.get(t.GetInstructionId())
+			f := TimerFamily{t.GetTransformId(), t.GetTimerFamilyId()}
+			b.mu.Lock()
+			if t.GetIsLast() {
+				b.timersLast[f] = true
+			} else {
+				b.timers[f] = append(b.timers[f], t.GetTimers()...)
+			}
+			b.mu.Unlock()
+		}
+		// The runner ends the data and every timer family of a bundle in one
+		// message, so the bundle is complete once that message is read.
+		for b := range ended {
+			close(b.done)
 		}
 	}
 }
@@ -262,6 +309,10 @@ func (s *server) process(id string) {
 	if s.w.Fail != "" {
 		resp.Error = fmt.Sprintf("%s (bundle %s)", s.w.Fail, id)
 		_ = s.send(resp, nil)
+		return
+	}
+	if s.w.Stateful != nil {
+		_ = s.send(resp, s.stateful(b, id))
 		return
 	}
 	out := &fnpb.Elements{}
@@ -291,6 +342,41 @@ func (s *server) process(id string) {
 		}
 	}
 	_ = s.send(resp, out)
+}
+
+// stateful runs a bundle through the Stateful hook and returns its output:
+// each sink's data and each ended timer family's timers, with end marks.
+func (s *server) stateful(b *bundleIn, id string) *fnpb.Elements {
+	b.mu.Lock()
+	in := BundleIn{Instruction: id, Data: map[string][]byte{}, Timers: map[TimerFamily][]byte{}}
+	for src := range s.w.Echo {
+		in.Data[src] = b.data[src]
+	}
+	for f, t := range b.timers {
+		in.Timers[f] = t
+	}
+	var families []TimerFamily
+	for f := range b.timersLast {
+		families = append(families, f)
+	}
+	b.mu.Unlock()
+	res := s.w.Stateful(in)
+	out := &fnpb.Elements{}
+	for _, sink := range s.w.Echo {
+		if d := res.Data[sink]; len(d) > 0 {
+			out.Data = append(out.Data, &fnpb.Elements_Data{InstructionId: id, TransformId: sink, Data: d})
+		}
+		out.Data = append(out.Data, &fnpb.Elements_Data{InstructionId: id, TransformId: sink, IsLast: true})
+	}
+	for _, f := range families {
+		if t := res.Timers[f]; len(t) > 0 {
+			out.Timers = append(out.Timers, &fnpb.Elements_Timers{InstructionId: id, TransformId: f.Transform,
+				TimerFamilyId: f.Family, Timers: t})
+		}
+		out.Timers = append(out.Timers, &fnpb.Elements_Timers{InstructionId: id, TransformId: f.Transform,
+			TimerFamilyId: f.Family, IsLast: true})
+	}
+	return out
 }
 
 // restrictions processes a bundle's restrictions one position at a time,
