@@ -17,8 +17,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/teststream"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
 	"google.golang.org/protobuf/proto"
-
-	weirstate "github.com/weir-runner/weir/state"
 )
 
 // The Go SDK has no OnWindowExpiration. Its harness calls OnTimer with the
@@ -151,17 +149,7 @@ func TestWindowExpirationStreaming(t *testing.T) {
 	passert.Count(s, sums, "key windows", windows*keys)
 	passert.Sum(s, sums, "values", windows*keys, 2*windows*keys)
 
-	most, samples := 0, 0
-	executeSampling(t, p, 2*time.Minute, 5*time.Millisecond, func(stores []*weirstate.Store) {
-		for _, st := range stores {
-			if n, err := st.Count(weirstate.KindUserState); err == nil {
-				most, samples = max(most, n), samples+1
-			}
-		}
-	})
-	if samples < 3 {
-		t.Fatalf("only %d samples of the store while the job ran", samples)
-	}
+	most, samples := peakUserState(t, p, 3)
 	// Uncollected, the bags of all windows stay: 2 values per key and
 	// window, 600 records. The lateness keeps three windows, and subtasks
 	// run a few windows apart.

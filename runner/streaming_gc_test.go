@@ -75,7 +75,20 @@ func TestStreamingStateStaysBounded(t *testing.T) {
 	passert.Count(s, counts, "firings", windows*keys)
 	passert.Sum(s, counts, "values", windows*keys, 2*windows*keys)
 
-	most, samples := 0, 0
+	most, samples := peakUserState(t, p, 10)
+	// Without collection the bags of all windows stay: 2 appends per key
+	// and window, 3000 records. A few windows' worth is tens.
+	if limit := 10 * 2 * keys; most > limit {
+		t.Fatalf("the store held up to %d user state records over %d windows, want at most %d", most, windows, limit)
+	}
+	t.Logf("at most %d user state records over %d windows (%d samples)", most, windows, samples)
+}
+
+// peakUserState runs p, counting the user state records of every store
+// every 5 ms, and returns the most it saw and how many counts it took;
+// fewer than minSamples fails the test, as the job ended too soon to tell.
+func peakUserState(t *testing.T, p *beam.Pipeline, minSamples int) (most, samples int) {
+	t.Helper()
 	executeSampling(t, p, 2*time.Minute, 5*time.Millisecond, func(stores []*weirstate.Store) {
 		for _, st := range stores {
 			// The store closes when the job ends; a failed count then is
@@ -85,13 +98,8 @@ func TestStreamingStateStaysBounded(t *testing.T) {
 			}
 		}
 	})
-	if samples < 10 {
+	if samples < minSamples {
 		t.Fatalf("only %d samples of the store while the job ran", samples)
 	}
-	// Without collection the bags of all windows stay: 2 appends per key
-	// and window, 3000 records. A few windows' worth is tens.
-	if limit := 10 * 2 * keys; most > limit {
-		t.Fatalf("the store held up to %d user state records over %d windows, want at most %d", most, windows, limit)
-	}
-	t.Logf("at most %d user state records over %d windows (%d samples)", most, windows, samples)
+	return most, samples
 }
