@@ -237,11 +237,8 @@ func (r *JavaRun) Save(path string) error {
 
 // LoadJavaRun reads a run Save wrote; a missing file is (nil, nil).
 func LoadJavaRun(path string) (*JavaRun, error) {
-	b, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
+	b, err := readIfPresent(path)
+	if b == nil || err != nil {
 		return nil, err
 	}
 	var r JavaRun

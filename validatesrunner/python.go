@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -58,11 +57,8 @@ type junitMessage struct {
 // ReadPythonRun reads the JUnit XML report of runner's Python suite run;
 // a missing file is (nil, nil): never run.
 func ReadPythonRun(path, runner string) (*PythonRun, error) {
-	b, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
+	b, err := readIfPresent(path)
+	if b == nil || err != nil {
 		return nil, err
 	}
 	var doc junitSuites

@@ -154,13 +154,19 @@ func (r *Run) Save(path string) error {
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// LoadRun reads a results file. A missing file gives (nil, nil).
-func LoadRun(path string) (*Run, error) {
+// readIfPresent reads path; a missing file is (nil, nil), a run never made.
+func readIfPresent(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
-	if err != nil {
+	return b, err
+}
+
+// LoadRun reads a results file. A missing file gives (nil, nil).
+func LoadRun(path string) (*Run, error) {
+	b, err := readIfPresent(path)
+	if b == nil || err != nil {
 		return nil, err
 	}
 	var r Run
