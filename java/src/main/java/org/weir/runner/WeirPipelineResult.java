@@ -136,12 +136,10 @@ public class WeirPipelineResult implements PipelineResult {
                             JobApi.JobMessagesRequest.newBuilder().setJobId(jobId).build());
                 while (messages.hasNext()) {
                   JobApi.JobMessagesResponse m = messages.next();
+                  // Read to the stream's end, not to the terminal state:
+                  // Prism sends a failed job's error after it.
                   if (m.hasMessageResponse()) {
                     f.accept(m.getMessageResponse());
-                  }
-                  if (m.hasStateResponse()
-                      && toState(m.getStateResponse().getState()).isTerminal()) {
-                    break;
                   }
                 }
               } catch (StatusRuntimeException e) {
@@ -192,9 +190,6 @@ public class WeirPipelineResult implements PipelineResult {
             out.append('\n');
           }
           out.append(m.getMessageResponse().getMessageText());
-        }
-        if (m.hasStateResponse() && toState(m.getStateResponse().getState()).isTerminal()) {
-          break;
         }
       }
     } catch (StatusRuntimeException e) {
