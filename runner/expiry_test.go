@@ -128,17 +128,7 @@ func TestWindowExpirationStreaming(t *testing.T) {
 
 	beam.Init()
 	p, s := beam.NewPipelineWithRoot()
-	cfg := teststream.NewConfig()
-	for w := range windows {
-		var ks []any
-		for k := range keys {
-			ks = append(ks, fmt.Sprint("k", k))
-		}
-		cfg.AddElements(int64(w*1000+500), ks...)
-		cfg.AddElements(int64(w*1000+600), ks...)
-		cfg.AdvanceWatermark(int64((w + 1) * 1000))
-	}
-	cfg.AdvanceWatermarkToInfinity()
+	cfg := keyedSecondsStream(windows, keys)
 	in := beam.WindowInto(s, window.NewFixedWindows(time.Second), teststream.Create(s, cfg),
 		beam.AllowedLateness(2*time.Second))
 	counts := beam.ParDo(s, &expiryCountFn{Seen: state.MakeBagState[int]("seen"), Expire: timers.InEventTime("expire")},

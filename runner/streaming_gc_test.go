@@ -57,17 +57,7 @@ func TestStreamingStateStaysBounded(t *testing.T) {
 
 	beam.Init()
 	p, s := beam.NewPipelineWithRoot()
-	cfg := teststream.NewConfig()
-	for w := range windows {
-		var ks []any
-		for k := range keys {
-			ks = append(ks, fmt.Sprint("k", k))
-		}
-		cfg.AddElements(int64(w*1000+500), ks...)
-		cfg.AddElements(int64(w*1000+600), ks...)
-		cfg.AdvanceWatermark(int64((w + 1) * 1000))
-	}
-	cfg.AdvanceWatermarkToInfinity()
+	cfg := keyedSecondsStream(windows, keys)
 	in := beam.WindowInto(s, window.NewFixedWindows(time.Second), teststream.Create(s, cfg))
 	counts := beam.ParDo(s, &windowBagFn{Seen: state.MakeBagState[int]("seen"), Flush: timers.InEventTime("flush")},
 		beam.ParDo(s, keyOne, in))
@@ -102,4 +92,22 @@ func peakUserState(t *testing.T, p *beam.Pipeline, minSamples int) (most, sample
 		t.Fatalf("only %d samples of the store while the job ran", samples)
 	}
 	return most, samples
+}
+
+// keyedSecondsStream is a TestStream of one-second windows: in each, every
+// one of keys keys twice (at 500 and 600 ms), then the watermark to the
+// window's end; at the end, to infinity.
+func keyedSecondsStream(windows, keys int) teststream.Config {
+	cfg := teststream.NewConfig()
+	for w := range windows {
+		var ks []any
+		for k := range keys {
+			ks = append(ks, fmt.Sprint("k", k))
+		}
+		cfg.AddElements(int64(w*1000+500), ks...)
+		cfg.AddElements(int64(w*1000+600), ks...)
+		cfg.AdvanceWatermark(int64((w + 1) * 1000))
+	}
+	cfg.AdvanceWatermarkToInfinity()
+	return cfg
 }
