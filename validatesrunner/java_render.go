@@ -57,15 +57,8 @@ func RenderJava(runs []*JavaRun, names []string, known map[string]map[string]str
 	if len(rows) == 0 {
 		return b.Bytes()
 	}
-	p("\nEvery test that did not pass on some runner (the others passed on all):\n\n| test |")
-	for _, n := range names {
-		p(" %s |", n)
-	}
-	p(" why not a pass |\n| --- |")
-	for range names {
-		p(" :---: |")
-	}
-	p(" --- |\n")
+	p("\nEvery test that did not pass on some runner (the others passed on all):\n\n")
+	outcomeHeader(&b, names)
 	for _, name := range rows {
 		p("| `%s` |", strings.TrimPrefix(name, "org.apache.beam.sdk."))
 		var reasons []string

@@ -160,15 +160,8 @@ func RenderPython(runs []*PythonRun, names []string) []byte {
 		p("| %s | %s | %s | %d | %d | %d | %d | %d |\n", names[i], r.Started, dur(r.Seconds), pass, fail, known, skip, len(r.Tests))
 	}
 	sort.Strings(tests)
-	p("\n| test |")
-	for _, n := range names {
-		p(" %s |", n)
-	}
-	p(" why not a pass |\n| --- |")
-	for range names {
-		p(" :---: |")
-	}
-	p(" --- |\n")
+	p("\n")
+	outcomeHeader(&b, names)
 	for _, name := range tests {
 		p("| %s |", name)
 		var reasons []string
@@ -193,6 +186,20 @@ func RenderPython(runs []*PythonRun, names []string) []byte {
 		p(" %s |\n", strings.Join(dedupeReasons(reasons), "; "))
 	}
 	return b.Bytes()
+}
+
+// outcomeHeader writes the head of a per-test table: a column per runner
+// and one for the reasons.
+func outcomeHeader(b *bytes.Buffer, names []string) {
+	b.WriteString("| test |")
+	for _, n := range names {
+		fmt.Fprintf(b, " %s |", n)
+	}
+	b.WriteString(" why not a pass |\n| --- |")
+	for range names {
+		b.WriteString(" :---: |")
+	}
+	b.WriteString(" --- |\n")
 }
 
 // dedupeReasons says a reason once when every runner gives the same one.
