@@ -135,6 +135,7 @@ type Partition struct {
 	// Next in records, -1 before the broker told the high watermark;
 	// LagSeconds is how old the newest record read is while Lag > 0, else 0.
 	Next       int64   `json:"next"`
+	Consumed   int64   `json:"consumed"` // records delivered from the partition
 	Lag        int64   `json:"lag"`
 	LagSeconds float64 `json:"lagSeconds"`
 	Paused     bool    `json:"paused"` // by watermark alignment
