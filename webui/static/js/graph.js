@@ -33,7 +33,8 @@ function shape(job) {
   ]);
 }
 
-const MAX_NAME = 28;
+const MAX_NAME = 27;
+const MIN_SCALE = 0.7;
 const short = (name) => (name.length > MAX_NAME ? name.slice(0, MAX_NAME - 1) + '…' : name);
 
 export class StageGraph {
@@ -43,6 +44,15 @@ export class StageGraph {
     this.el = h('div', { class: 'graph' });
     this.shape = null;
     this.boxes = new Map(); // stage index -> {g, rect, strip, text fields, bars}
+    // Refit on resize; the listener lives as long as the page (one graph
+    // per job page, and the old one's element is gone).
+    this.onResize = () => this.fit();
+    window.addEventListener('resize', this.onResize);
+  }
+
+  // close drops the resize listener when the page is left.
+  close() {
+    window.removeEventListener('resize', this.onResize);
   }
 
   update(job, selected) {
@@ -80,6 +90,21 @@ export class StageGraph {
       svg.append(b.g);
     }
     this.el.replaceChildren(svg);
+    this.fit();
+  }
+
+  // fit shrinks a graph wider than the page to the page's width, down to
+  // MIN_SCALE (below that the text is too small to read, and the graph
+  // scrolls instead). The viewBox keeps the drawing's own coordinates.
+  fit() {
+    const svg = this.el.querySelector('svg');
+    if (!svg) return;
+    const w = Number(svg.getAttribute('viewBox').split(' ')[2]);
+    const h = Number(svg.getAttribute('viewBox').split(' ')[3]);
+    const room = this.el.clientWidth;
+    const scale = room > 0 && w > room ? Math.max(MIN_SCALE, room / w) : 1;
+    svg.setAttribute('width', Math.floor(w * scale));
+    svg.setAttribute('height', Math.floor(h * scale));
   }
 
   fill(b, st, selected) {
@@ -107,11 +132,13 @@ export class StageGraph {
 function box(n, onSelect) {
   const st = n.stage;
   const text = (x, y, cls, testid, content) => s('text', { x, y, class: cls, testid }, content || '');
-  const rate = text(16, 58, 'fig', 'stage-rate');
-  const rateIn = text(NODE_W - 8, 58, 'fig end', 'stage-rate-in');
-  const wm = text(38, 76, 'fig', 'stage-watermark');
-  const lag = text(NODE_W - 8, 76, 'fig end', 'stage-lag');
-  const ratios = text(16, 94, 'fig small', 'stage-ratios');
+  // Rows: name; kind and parallelism; rates; watermark (a date and time
+  // may need the width); lag and ratios; the load bar.
+  const rate = text(16, 57, 'fig', 'stage-rate');
+  const rateIn = text(NODE_W - 8, 57, 'fig end', 'stage-rate-in');
+  const wm = text(42, 75, 'fig', 'stage-watermark');
+  const lag = text(16, 93, 'fig small', 'stage-lag');
+  const ratios = text(NODE_W - 8, 93, 'fig small end', 'stage-ratios');
   const rect = s('rect', { x: 0, y: 0, width: NODE_W, height: NODE_H, rx: 6, class: 'box' });
   const strip = s('rect', { x: 0, y: 0, width: 6, height: NODE_H, rx: 3 });
   const barBusy = s('rect', { x: 16, y: NODE_H - 9, height: 4, width: 0, class: 'bar-busy' });
@@ -128,7 +155,7 @@ function box(n, onSelect) {
   text(16, 39, 'meta', 'stage-kind', st.kind || ''),
   text(NODE_W - 8, 39, 'meta end', 'stage-parallelism', `×${st.parallelism}`),
   rate, rateIn,
-  text(16, 76, 'label', null, 'wm'), wm, lag, ratios);
+  text(16, 75, 'label', null, 'wm'), wm, lag, ratios);
   g.addEventListener('keydown', (ev) => {
     if (ev.key === 'Enter' || ev.key === ' ') onSelect(st.name);
   });

@@ -48,6 +48,7 @@ class JobPage {
 
   stop() {
     this.poller.stop();
+    this.graph.close();
   }
 
   build(root) {

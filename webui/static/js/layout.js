@@ -13,9 +13,9 @@
 //     kept in order and apart; the mean of a top-down and a bottom-up pass
 //     of that keeps both rules and is balanced.
 
-export const NODE_W = 224;
+export const NODE_W = 212;
 export const NODE_H = 108;
-const LAYER_GAP = 84; // between a layer's right side and the next one's left
+const LAYER_GAP = 64; // between a layer's right side and the next one's left
 const ROW_GAP = 26;
 const MARGIN = 16;
 const SWEEPS = 8;
