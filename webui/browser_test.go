@@ -106,6 +106,8 @@ func TestBrowser(t *testing.T) {
 	b.Click(sel(TestIDBtnSavepoint))
 	b.WaitText(sel(TestIDActionResult), uitest.Contains("/var/lib/weir/savepoints/stream-1/sp-1"))
 	b.WaitVisible(sel(TestIDCheckpointRow, "data-checkpoint-id", "1001"))
+	collect(b, rendered)
+	shoot(t, b, "fake-job.png")
 	fake.FailSavepoints(true)
 	b.WaitEnabled(sel(TestIDBtnSavepoint))
 	b.Click(sel(TestIDBtnSavepoint))
@@ -113,8 +115,6 @@ func TestBrowser(t *testing.T) {
 	if got := b.Attrs(sel(TestIDActionResult), "data-outcome"); !slices.Equal(got, []string{"error"}) {
 		t.Errorf("data-outcome after a failed savepoint = %q", got)
 	}
-	collect(b, rendered)
-	shoot(t, b, "fake-job.png")
 
 	// Drain: the state goes DRAINED, the watermarks to +∞, the buttons
 	// off, and the page stops polling after one more read.
