@@ -23,6 +23,19 @@ test: vet
 	$(MAKE) java-test
 	$(MAKE) java-vr-smoke
 
+# The web UI's browser tests (webui, webui/uitest) in headless Chromium.
+# `make chromium` installs Debian's chromium once (internal/tools/chromium.sh)
+# and prints its path; ui-test fails, rather than skips, without it.
+# ui-screenshots rewrites docs/ui/*.png from the fake job of webui's test.
+.PHONY: chromium ui-test ui-screenshots
+chromium:
+	@internal/tools/chromium.sh
+ui-test:
+	WEIR_REQUIRE_CHROMIUM=1 WEIR_CHROMIUM=$$(internal/tools/chromium.sh) $(GO) test ./webui/...
+ui-screenshots:
+	WEIR_REQUIRE_CHROMIUM=1 WEIR_CHROMIUM=$$(internal/tools/chromium.sh) WEIR_UI_SCREENSHOTS=$(CURDIR)/docs/ui \
+		$(GO) test ./webui -run 'TestBrowser$$' -count=1
+
 # The Python side: a virtual environment with python/requirements.txt
 # (apache-beam pinned), made once and reused (python/venv.sh), and the
 # tests under python/ against bin/weir and bin/kfake.
