@@ -214,7 +214,6 @@ type Workers struct {
 	Running       int   `json:"running"`
 	Lost          int64 `json:"lost"`
 	BundleRetries int64 `json:"bundleRetries"`
-	BundlesFailed int64 `json:"bundlesFailed"`
 }
 
 // UserMetric is one of the pipeline's own metrics, as the SDK reports it.

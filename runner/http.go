@@ -11,6 +11,7 @@ import (
 
 	"github.com/weir-runner/weir/jobview"
 	"github.com/weir-runner/weir/telemetry"
+	"github.com/weir-runner/weir/webui"
 )
 
 // HTTPOptions configures a server's HTTP side.
@@ -49,6 +50,7 @@ func StartHTTP(ctx context.Context, s *Server, addr string, opts HTTPOptions) (*
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", prov.Handler())
+	webui.Register(mux, uiBackend{s})
 	h := &HTTPService{lis: lis, prov: prov, done: make(chan struct{}),
 		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
 	go func() {

@@ -89,7 +89,7 @@ const (
 	TestIDLate                 = "late"
 	TestIDLateRow              = "late-row" // data-transform
 	TestIDWorkersSection       = "workers-section"
-	TestIDWorkers              = "workers" // cards with data-col running, lost, bundleRetries, bundlesFailed
+	TestIDWorkers              = "workers" // cards with data-col running, lost, bundleRetries
 	TestIDUserMetrics          = "user-metrics"
 	TestIDUserMetricRow        = "user-metric-row" // data-namespace, data-name
 	TestIDMessagesSection      = "messages-section"

@@ -170,8 +170,7 @@ export function workers(job) {
   return h('div', { class: 'cards', testid: 'workers' },
     fig('running', 'SDK workers running', w.running),
     fig('lost', 'lost', w.lost, w.lost > 0),
-    fig('bundleRetries', 'bundle retries', w.bundleRetries, w.bundleRetries > 0),
-    fig('bundlesFailed', 'bundles failed', w.bundlesFailed, w.bundlesFailed > 0));
+    fig('bundleRetries', 'bundle retries', w.bundleRetries, w.bundleRetries > 0));
 }
 
 // MAX_MESSAGES bounds the list: a chatty job must not grow the page forever.
