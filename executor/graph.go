@@ -55,6 +55,9 @@ type Graph struct {
 	// Now is the clock of checkpoint statistics and aligned timeouts;
 	// default time.Now.
 	Now func() time.Time
+	// NoStats turns the subtasks' counts off (Sample then has nothing):
+	// for measuring what they cost.
+	NoStats bool
 	// Restore, if set, returns what each subtask of a restored job starts
 	// from (nil: a fresh start); see restore.go.
 	Restore func(node, subtask int) *SubtaskRestore
@@ -201,8 +204,10 @@ func (g *Graph) inputsEnded(st *subtask, last BarrierID) {
 }
 
 func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src Source, rs *SubtaskRestore) error {
-	st.stats.started.Store(time.Now().UnixNano())
-	defer func() { st.stats.ended.Store(time.Now().UnixNano()) }()
+	if st.stats != nil {
+		st.stats.started.Store(time.Now().UnixNano())
+		defer func() { st.stats.ended.Store(time.Now().UnixNano()) }()
+	}
 	if st.completions != nil {
 		defer st.completions.note(0, true)
 	}
@@ -293,7 +298,9 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 			}
 			ready = st.in.data.ready
 		}
-		idleSince = time.Now()
+		if st.stats != nil {
+			idleSince = time.Now()
+		}
 		select {
 		case env := <-st.in.prio:
 			if err := gt.control(ctx, env); err != nil {
@@ -315,7 +322,9 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
-		waited(&st.stats.idle, idleSince)
+		if st.stats != nil {
+			waited(&st.stats.idle, idleSince)
+		}
 	}
 	return st.out.end(ctx)
 }
@@ -350,7 +359,10 @@ func (g *Graph) wire() ([][]*subtask, error) {
 		}
 		for j := range n.Parallelism {
 			ports := make([][]*edgeOut, n.Outputs)
-			stats := newSubtaskStats()
+			var stats *subtaskStats
+			if !g.NoStats {
+				stats = newSubtaskStats()
+			}
 			subs[i] = append(subs[i], &subtask{node: i, index: j, inject: make(chan BarrierID, 4), done: make(chan struct{}),
 				in:    &inbox{data: newLane(size), prio: make(chan envelope, 2*channels+1)},
 				out:   &Output{ports: ports, arrivals: n.Arrivals, stats: stats},
@@ -369,8 +381,10 @@ func (g *Graph) wire() ([][]*subtask, error) {
 				return nil, fmt.Errorf("executor: node %s: hash input without a key function", n.Name)
 			}
 			for _, p := range subs[in.From] {
-				e := &edgeOut{part: in.Partition, key: in.Key, name: g.Nodes[in.From].Name + "->" + n.Name,
-					backpressured: &p.stats.backpressured}
+				e := &edgeOut{part: in.Partition, key: in.Key, name: g.Nodes[in.From].Name + "->" + n.Name}
+				if p.stats != nil {
+					e.backpressured = &p.stats.backpressured
+				}
 				for _, c := range subs[i] {
 					e.lanes = append(e.lanes, c.in.data)
 					e.prio = append(e.prio, c.in.prio)

@@ -123,6 +123,9 @@ func (g *Graph) Sample(buf []SubtaskSample) []SubtaskSample {
 	for _, row := range subs {
 		for _, st := range row {
 			s := st.stats
+			if s == nil {
+				continue
+			}
 			sm := SubtaskSample{Node: st.node, Subtask: st.index,
 				ElementsIn: s.elemsIn.Load(), ElementsOut: s.elemsOut.Load(),
 				BytesIn: s.bytesIn.Load(), BytesOut: s.bytesOut.Load(),

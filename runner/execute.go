@@ -42,6 +42,9 @@ type LocalExecutor struct {
 	// job submitted again under its name resumes from them. Default weir
 	// under the system's temporary folder.
 	StateDir string
+	// NoMetrics turns off the subtasks' counts and the job's sampling
+	// (observe.go): the job's view then has its state and messages only.
+	NoMetrics bool
 }
 
 // NewLocalExecutor returns the executor that runs jobs in this process.
@@ -113,13 +116,17 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 	if err != nil {
 		return err
 	}
-	obs := newObserver(j, plan, g, late, workers, store)
-	j.observed.Store(obs)
-	obsCtx, stopObs := context.WithCancel(context.Background())
-	obsDone := make(chan struct{})
-	go func() { defer close(obsDone); obs.run(obsCtx) }()
-	// Deferred before the store closes, so the last sample reads it open.
-	defer func() { stopObs(); <-obsDone }()
+	g.NoStats = e.NoMetrics
+	var obs *observer
+	if !e.NoMetrics {
+		obs = newObserver(j, plan, g, late, workers, store)
+		j.observed.Store(obs)
+		obsCtx, stopObs := context.WithCancel(context.Background())
+		obsDone := make(chan struct{})
+		go func() { defer close(obsDone); obs.run(obsCtx) }()
+		// Deferred before the store closes, so the last sample reads it open.
+		defer func() { stopObs(); <-obsDone }()
+	}
 	var barriers chan executor.BarrierID
 	var ck *jobCheckpoints
 	if ckCfg != nil {
@@ -150,7 +157,9 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		// Runs before the store closes: snapshots must be released first.
 		defer ck.close()
 		g.Checkpoints, barriers = ck, ck.barriers
-		obs.setCheckpoints(ck)
+		if obs != nil {
+			obs.setCheckpoints(ck)
+		}
 		j.setSavepointer(ck)
 		defer j.setSavepointer(nil)
 	}

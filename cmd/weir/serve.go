@@ -38,6 +38,7 @@ func serve(args []string, stdout io.Writer) error {
 	resume := fs.Bool("resume-jobs", true, "with --state-dir: keep a record of each running job and start again those that were running when the last server on that folder stopped (named jobs with checkpoints whose workers weir starts); they resume from their checkpoints")
 	debugAddr := fs.String("debug-addr", "", "if set, serve Go's net/http/pprof profiles on this address (e.g. localhost:6060)")
 	httpAddr := fs.String("http-addr", defaultHTTPAddr, "serve Prometheus /metrics and the web UI on this address (empty: none; the default is skipped with a warning when its port is taken)")
+	metricsOn := fs.Bool("metrics", true, "count what each subtask does (elements, bytes, busy/idle/backpressured time, watermarks) and sample it for /metrics, the UI and the CLI; false is for measuring what that costs")
 	otlp := fs.String("otlp-endpoint", "", "push metrics to this OTLP/gRPC collector (host:port, or http://host:port without TLS)")
 	otlpEvery := fs.Duration("otlp-interval", 10*time.Second, "how often metrics are pushed to --otlp-endpoint")
 	if err := parseFlags(fs, args); err != nil {
@@ -77,7 +78,8 @@ func serve(args []string, stdout io.Writer) error {
 		// servers must not both resume one job.
 		opts.StateDir = *stateDir
 	}
-	s := runner.NewServer(&runner.LocalExecutor{NoLift: !*lift, FixedPrecombine: !*adaptive, NoUnlift: !*unlift, StateDir: *stateDir}, opts)
+	s := runner.NewServer(&runner.LocalExecutor{NoLift: !*lift, FixedPrecombine: !*adaptive, NoUnlift: !*unlift, StateDir: *stateDir,
+		NoMetrics: !*metricsOn}, opts)
 
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()

@@ -55,6 +55,9 @@ const beamLoad = "github.com/apache/beam/sdks/v2/go/test/load/"
 type runner struct {
 	name   string
 	server func(port int) []string
+	// scrape serves weir's HTTP side on a free port and scrapes /metrics
+	// every second while the client runs, as a Prometheus would (often).
+	scrape bool
 }
 
 // variants are suffixes of test names that run a Beam load test on weir
@@ -75,8 +78,8 @@ func loadBinary(test string) string {
 }
 
 var runners = []runner{
-	{"weir", func(p int) []string { return []string{"weir", "serve", fmt.Sprintf("--job-port=%d", p)} }},
-	{"prism", func(p int) []string { return []string{"prism", fmt.Sprintf("--job_port=%d", p), "--serve_http=false"} }},
+	{name: "weir", server: func(p int) []string { return []string{"weir", "serve", fmt.Sprintf("--job-port=%d", p)} }},
+	{name: "prism", server: func(p int) []string { return []string{"prism", fmt.Sprintf("--job_port=%d", p), "--serve_http=false"} }},
 }
 
 type sample struct {
@@ -113,15 +116,30 @@ func main() {
 	var goTests []string
 	if !*pythonOnly {
 		goTests = suites[0].tests
+		if *costTests != "" {
+			goTests = append(goTests, strings.Split(*costTests, ",")...)
+		}
 	}
 	if err := build(ctx, goTests); err != nil {
 		log.Fatal(err)
 	}
 	for _, su := range suites {
+		if len(su.tests) == 0 {
+			continue // -tests= runs none, and keeps their section of -out
+		}
 		section := su.header() + table(su.tests, runSuite(ctx, su))
 		fmt.Print(section)
 		if *out != "" {
 			if err := writeSection(*out, su.heading, section); err != nil {
+				log.Fatal(err)
+			}
+		}
+	}
+	if !*pythonOnly && *costTests != "" {
+		section := metricsCost(ctx, suites[0])
+		fmt.Print(section)
+		if *out != "" {
+			if err := writeSection(*out, costHeading, section); err != nil {
 				log.Fatal(err)
 			}
 		}
@@ -135,7 +153,7 @@ func goOpts() string {
 func goSuite() suite {
 	return suite{
 		name:  "go",
-		tests: strings.Split(*tests, ","),
+		tests: nonEmpty(strings.Split(*tests, ",")),
 		client: func(ctx context.Context, test, addr string) *exec.Cmd {
 			cargs := []string{"--runner=universal", "--endpoint=" + addr, "--environment_type=LOOPBACK", "--input_options=" + goOpts()}
 			if loadBinary(test) == "cogbk" {
@@ -205,7 +223,7 @@ func runOnce(ctx context.Context, rn runner, test string, client func(ctx contex
 		return sample{}, err
 	}
 	args := rn.server(port)
-	if rn.name == "weir" {
+	if strings.HasPrefix(rn.name, "weir") {
 		// A state folder of its own, so that no run reads another's (or
 		// another weir's on this machine) job records.
 		dir, err := os.MkdirTemp("", "loadbench-weir-")
@@ -219,6 +237,15 @@ func runOnce(ctx context.Context, rn runner, test string, client func(ctx contex
 				args = append(args, flag)
 			}
 		}
+	}
+	scrapeAddr := ""
+	if rn.scrape {
+		hp, err := validatesrunner.FreePort()
+		if err != nil {
+			return sample{}, err
+		}
+		scrapeAddr = fmt.Sprintf("127.0.0.1:%d", hp)
+		args = append(args, "--http-addr="+scrapeAddr)
 	}
 	srv := exec.CommandContext(ctx, filepath.Join(*bin, args[0]), args[1:]...)
 	srv.Stdout, srv.Stderr = io.Discard, io.Discard
@@ -234,6 +261,14 @@ func runOnce(ctx context.Context, rn runner, test string, client func(ctx contex
 	var logs strings.Builder
 	cl.Stdout, cl.Stderr = &logs, &logs
 	start := time.Now()
+	if scrapeAddr != "" {
+		stop := scrapeEverySecond(ctx, scrapeAddr)
+		defer func() {
+			if n, err := stop(); err != nil {
+				log.Printf("%s %s: scraping /metrics (%d scrapes): %v", rn.name, test, n, err)
+			}
+		}()
+	}
 	if err := cl.Run(); err != nil {
 		tail := logs.String()
 		if len(tail) > 4000 {
@@ -292,4 +327,14 @@ func med(ss []sample, f func(sample) float64) float64 {
 		xs[i] = f(s)
 	}
 	return median(xs)
+}
+
+func nonEmpty(ss []string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
