@@ -9,10 +9,14 @@ package runner
 // say different things.
 
 import (
+	"fmt"
 	"log/slog"
 	"strings"
 
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
+
+	"github.com/weir-runner/weir/executor"
+	"github.com/weir-runner/weir/translate"
 )
 
 // The attribute keys of the records a job writes to the server's log.
@@ -65,4 +69,48 @@ func (j *Job) logState(st jobpb.JobState_Enum, err error) {
 	default:
 		j.log.Info("weir: job "+strings.ToLower(st.String()), "state", st.String())
 	}
+}
+
+// The warnings of a job's executor, each sent through Job.Warn with where
+// it arose. Their texts are the executor's, unchanged.
+
+// lateWarn is the Logf of a job's LateData: drops of late data, by
+// transform.
+func lateWarn(j *Job) func(t *executor.TransformLate, format string, args ...any) {
+	return func(t *executor.TransformLate, format string, args ...any) {
+		j.Warn("weir: late data dropped", fmt.Sprintf(format, args...), logStage, t.Name, logTransform, t.ID)
+	}
+}
+
+// graphWarn is the Warn of a job's graph (the watermark spread between a
+// stage's inputs), whose node i is plan.Stages[i].
+func graphWarn(j *Job, plan *translate.Plan) func(node int, msg string) {
+	return func(node int, msg string) {
+		var args []any
+		if node >= 0 && node < len(plan.Stages) {
+			args = append(args, logStage, plan.Stages[node].Name)
+		}
+		j.Warn("weir: stage warning", msg, args...)
+	}
+}
+
+// stageWarn is the Warn of an SDK stage (bundles retried after a lost
+// worker, bundles that run on without finishing); sub < 0 when the
+// subtask is not known.
+func stageWarn(j *Job, stage string, sub int) func(msg string) {
+	args := []any{logStage, stage}
+	if sub >= 0 {
+		args = append(args, logSubtask, sub)
+	}
+	return func(msg string) { j.Warn("weir: stage warning", msg, args...) }
+}
+
+// subtaskSpec returns the spec of subtask sub of SDK stage s: spec, but
+// for a Warn that names the subtask. A shallow copy is enough: a spec is
+// read-only once built, and what its pointers hold (lifting, unlifting,
+// held input) every subtask of the stage shares by design.
+func subtaskSpec(spec *executor.SDKStageSpec, j *Job, s *translate.Stage, sub int) *executor.SDKStageSpec {
+	c := *spec
+	c.Warn = stageWarn(j, s.Name, sub)
+	return &c
 }
