@@ -96,6 +96,8 @@ func TestUsageErrors(t *testing.T) {
 		{"jobs", "extra"},
 		{"jobs", "--no-such-flag"},
 		{"serve", "extra"},
+		{"serve", "--log-format=yaml"}, // refused before it listens
+		{"serve", "--log-level=loud"},
 	} {
 		if code := runMain(io.Discard, io.Discard, args...); code != 2 {
 			t.Errorf("weir %q: exit %d, want 2", args, code)

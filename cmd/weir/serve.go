@@ -36,6 +36,8 @@ func serve(args []string, stdout io.Writer) error {
 	stateDir := fs.String("state-dir", "", "folder for what outlives a job, such as checkpoints under jobs/<job name>/checkpoints, which a job submitted again under its name resumes from (default: weir in the temporary directory)")
 	resume := fs.Bool("resume-jobs", true, "with --state-dir: keep a record of each running job and start again those that were running when the last server on that folder stopped (named jobs with checkpoints whose workers weir starts); they resume from their checkpoints")
 	debugAddr := fs.String("debug-addr", "", "if set, serve Go's net/http/pprof profiles on this address (e.g. localhost:6060)")
+	var lf logFlags // logging.go
+	lf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -43,7 +45,7 @@ func serve(args []string, stdout io.Writer) error {
 		return usageErrorf("unexpected arguments %q", fs.Args())
 	}
 
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	log := lf.logger(os.Stderr)
 	if *debugAddr != "" {
 		dl, err := net.Listen("tcp", *debugAddr)
 		if err != nil {
