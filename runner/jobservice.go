@@ -48,6 +48,7 @@ func (s *Server) Prepare(ctx context.Context, req *jobpb.PrepareJobRequest) (*jo
 		return nil, status.Errorf(codes.Unavailable, "weir: Prepare job %q: %v", name, ErrServerClosed)
 	}
 	expired := s.pruneLocked(now)
+	s.pruneJobsLocked()
 	s.mu.nextID++
 	p := &preparation{
 		id:       fmt.Sprintf("%s-%d", idPrefix(name), s.mu.nextID),

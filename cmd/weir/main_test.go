@@ -98,6 +98,7 @@ func TestUsageErrors(t *testing.T) {
 		{"serve", "extra"},
 		{"serve", "--log-format=yaml"}, // refused before it listens
 		{"serve", "--log-level=loud"},
+		{"serve", "--job-retention=-1s"},
 	} {
 		if code := runMain(io.Discard, io.Discard, args...); code != 2 {
 			t.Errorf("weir %q: exit %d, want 2", args, code)

@@ -38,11 +38,15 @@ func serve(args []string, stdout io.Writer) error {
 	debugAddr := fs.String("debug-addr", "", "if set, serve Go's net/http/pprof profiles on this address (e.g. localhost:6060)")
 	var lf logFlags // logging.go
 	lf.register(fs)
+	retention := fs.Duration("job-retention", time.Hour, "how long an ended job stays listed and queryable (as Flink's jobstore.expiration-time); 0 keeps every job")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
 		return usageErrorf("unexpected arguments %q", fs.Args())
+	}
+	if *retention < 0 {
+		return usageErrorf("--job-retention %v: want zero (keep every job) or more", *retention)
 	}
 
 	log := lf.logger(os.Stderr)
@@ -68,7 +72,7 @@ func serve(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	opts := runner.ServerOptions{StagingRoot: *stagingDir, KeepArtifacts: *keep, Logger: log}
+	opts := runner.ServerOptions{StagingRoot: *stagingDir, KeepArtifacts: *keep, Logger: log, JobRetention: *retention}
 	if *resume && *stateDir != "" {
 		// Only a folder given on purpose: the default, in the temporary
 		// directory, is shared by every server on the machine, and two
