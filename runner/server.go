@@ -108,6 +108,7 @@ func NewServer(exec Executor, opts ServerOptions) *Server {
 	s.mu.jobs = map[JobID]*Job{}
 	jobpb.RegisterJobServiceServer(s.grpc, s)
 	s.grpc.RegisterService(&savepointsDesc, s)
+	s.grpc.RegisterService(&jobsDesc, s)
 	jobpb.RegisterArtifactStagingServiceServer(s.grpc, &artifactStaging{s: s})
 	return s
 }
