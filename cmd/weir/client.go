@@ -67,9 +67,18 @@ func stopJob(verb string, args []string, stdout io.Writer, call func(context.Con
 // onJob parses the flags and the one job id of a command about a job,
 // dials the job service and runs do.
 func onJob(verb string, args []string, do func(ctx context.Context, client jobpb.JobServiceClient, id, endpoint string) error) error {
+	return onJobWith(verb, args, nil, do)
+}
+
+// onJobWith is onJob for a command with flags of its own, which flags
+// registers (nil: none).
+func onJobWith(verb string, args []string, flags func(*flag.FlagSet), do func(ctx context.Context, client jobpb.JobServiceClient, id, endpoint string) error) error {
 	fs := newFlagSet(verb, "JOB")
 	var cf clientFlags
 	cf.register(fs)
+	if flags != nil {
+		flags(fs)
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

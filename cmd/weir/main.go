@@ -31,6 +31,7 @@ var subcommands = []subcommand{
 	{"cancel", "cancel a job", cancelJob},
 	{"drain", "drain a job: stop its sources, fire every window, end DRAINED", drainJob},
 	{"checkpoints", "show a job's checkpoint statistics", listCheckpoints},
+	{"metrics", "show a job's metrics, committed and attempted (--all: with the SDKs' system metrics)", listMetrics},
 	{"savepoint", "take a savepoint of a running job (--stop: then stop it)", takeSavepoint},
 }
 

@@ -93,6 +93,8 @@ func TestUsageErrors(t *testing.T) {
 		{"checkpoints", "a", "b"},
 		{"savepoint"},
 		{"savepoint", "--stop", "a", "b"},
+		{"metrics"},
+		{"metrics", "--all", "a", "b"},
 		{"jobs", "extra"},
 		{"jobs", "--no-such-flag"},
 		{"serve", "extra"},
