@@ -32,6 +32,7 @@ var subcommands = []subcommand{
 	{"drain", "drain a job: stop its sources, fire every window, end DRAINED", drainJob},
 	{"checkpoints", "show a job's checkpoint statistics", listCheckpoints},
 	{"metrics", "show a job's metrics, committed and attempted (--all: with the SDKs' system metrics)", listMetrics},
+	{"messages", "show a job's messages and state (--follow: until it ends)", showMessages},
 	{"savepoint", "take a savepoint of a running job (--stop: then stop it)", takeSavepoint},
 }
 

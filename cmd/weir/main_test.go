@@ -95,6 +95,8 @@ func TestUsageErrors(t *testing.T) {
 		{"savepoint", "--stop", "a", "b"},
 		{"metrics"},
 		{"metrics", "--all", "a", "b"},
+		{"messages"},
+		{"messages", "--follow", "a", "b"},
 		{"jobs", "extra"},
 		{"jobs", "--no-such-flag"},
 		{"serve", "extra"},
