@@ -16,12 +16,31 @@ run:
 vet:
 	$(GO) vet ./...
 
+# The browser tests (webui, and cmd/weir's against weir serve) run in
+# headless Chromium, which chromium.sh installs once; they fail, not skip,
+# in make test.
 test: vet
-	$(GO) test ./...
+	WEIR_REQUIRE_CHROMIUM=1 WEIR_CHROMIUM=$$(internal/tools/chromium.sh) $(GO) test ./...
+	$(GO) test -race ./executor/... ./jobview/... ./telemetry/... ./webui/...
 	$(MAKE) vr-smoke
 	$(MAKE) python-test
 	$(MAKE) java-test
 	$(MAKE) java-vr-smoke
+
+# The web UI's browser tests (webui, webui/uitest) in headless Chromium.
+# `make chromium` installs Debian's chromium once (internal/tools/chromium.sh)
+# and prints its path; ui-test fails, rather than skips, without it.
+# ui-screenshots rewrites docs/ui/*.png from the fake job of webui's test.
+.PHONY: chromium ui-test ui-screenshots
+chromium:
+	@internal/tools/chromium.sh
+ui-test:
+	WEIR_REQUIRE_CHROMIUM=1 WEIR_CHROMIUM=$$(internal/tools/chromium.sh) $(GO) test ./webui/...
+ui-screenshots:
+	WEIR_REQUIRE_CHROMIUM=1 WEIR_CHROMIUM=$$(internal/tools/chromium.sh) WEIR_UI_SCREENSHOTS=$(CURDIR)/docs/ui \
+		$(GO) test ./webui -run 'TestBrowser$$' -count=1
+	WEIR_REQUIRE_CHROMIUM=1 WEIR_CHROMIUM=$$(internal/tools/chromium.sh) WEIR_UI_SCREENSHOTS=$(CURDIR)/docs/ui \
+		$(GO) test ./cmd/weir -run 'TestUIStreamingJob$$' -count=1
 
 # The Python side: a virtual environment with python/requirements.txt
 # (apache-beam pinned), made once and reused (python/venv.sh), and the

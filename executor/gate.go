@@ -97,6 +97,11 @@ type gate struct {
 	spread    *spreadWatch
 	spreadWM  []mtime.Time
 	spreadSub int // the subtask's index
+
+	// stats, if set, counts what the subtask takes in; portWM is each
+	// port's last watermark, whose least is the subtask's input watermark.
+	stats  *subtaskStats
+	portWM []mtime.Time
 }
 
 // watchSpread reports producer watermarks to w; from is each channel's
@@ -226,6 +231,7 @@ func (g *gate) process(ctx context.Context, ch int, m Message) error {
 			// snapshot must carry it.
 			g.flight.add(ch, c.port, m.Elems)
 		}
+		g.stats.in(m.Elems)
 		return g.op.Process(ctx, c.port, m.Elems)
 	case KindWatermark:
 		if err := g.ports[c.port].Advance(c.in, m.Watermark); err != nil {
@@ -276,6 +282,9 @@ func (g *gate) advance(ctx context.Context, port int) error {
 	wm, ok := g.ports[port].Emit()
 	if !ok {
 		return nil
+	}
+	if g.stats != nil {
+		g.noteInputWatermark(port, wm)
 	}
 	return g.op.Watermark(ctx, port, wm)
 }
@@ -535,4 +544,17 @@ func (g *gate) maybeAligned(ctx context.Context) error {
 	g.clearBarrier()
 	// What the channels held back is delivered by deliverQueued.
 	return g.announceDeferred(ctx)
+}
+
+// noteInputWatermark records port's new watermark and the subtask's input
+// watermark, the least over its ports.
+func (g *gate) noteInputWatermark(port int, wm mtime.Time) {
+	if g.portWM == nil {
+		g.portWM = make([]mtime.Time, len(g.ports))
+		for i := range g.portWM {
+			g.portWM[i] = mtime.MinTimestamp
+		}
+	}
+	g.portWM[port] = wm
+	g.stats.inWM.Store(int64(slices.Min(g.portWM)))
 }

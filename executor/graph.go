@@ -68,6 +68,8 @@ type Graph struct {
 	listeners   []*subtask // operators that hear of completed checkpoints (commit.go)
 	// sourceListeners are the sources that hear of them (commit.go).
 	sourceListeners []*subtask
+	// subs are the running graph's subtasks, for Sample.
+	subs [][]*subtask
 }
 
 type subtask struct {
@@ -80,6 +82,7 @@ type subtask struct {
 	inject      chan BarrierID // barriers injected, for sources and subtasks whose inputs ended
 	done        chan struct{}  // closed when the subtask's goroutine returns
 	completions *completions   // completed checkpoints, for a CheckpointListener
+	stats       *subtaskStats
 }
 
 // Run runs the graph until every subtask has finished, or the first error.
@@ -104,6 +107,7 @@ func (g *Graph) Run(ctx context.Context, barriers <-chan BarrierID) error {
 	}
 	g.mu.Lock()
 	g.targets, g.lastBarrier, g.listeners, g.sourceListeners = nil, 0, nil, nil
+	g.subs = subs
 	g.mu.Unlock()
 	var sources []Source // every source made, for graphEnded
 	for _, row := range subs {
@@ -197,6 +201,8 @@ func (g *Graph) inputsEnded(st *subtask, last BarrierID) {
 }
 
 func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src Source, rs *SubtaskRestore) error {
+	st.stats.started.Store(time.Now().UnixNano())
+	defer func() { st.stats.ended.Store(time.Now().UnixNano()) }()
 	if st.completions != nil {
 		defer st.completions.note(0, true)
 	}
@@ -223,6 +229,7 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 	ctx = context.WithValue(ctx, injectorKey{}, inj)
 	inj.ctx = ctx
 	gt := newGate(op, st.out, ack, st.ports)
+	gt.stats = st.stats
 	gt.watchSpread(st.spread, st.index, st.from)
 	gt.cp, gt.node, gt.sub, gt.now = g.Checkpoints, st.node, st.index, g.Now
 	gt.scan = st.in.scan
@@ -266,6 +273,7 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 		// Timers that are due come before more data; then the data lane;
 		// then wait for any of them.
 		var ready <-chan struct{}
+		var idleSince time.Time
 		select {
 		case now := <-wake:
 			if err := waker.Wake(ctx, now); err != nil {
@@ -285,6 +293,7 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 			}
 			ready = st.in.data.ready
 		}
+		idleSince = time.Now()
 		select {
 		case env := <-st.in.prio:
 			if err := gt.control(ctx, env); err != nil {
@@ -306,6 +315,7 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
+		waited(&st.stats.idle, idleSince)
 	}
 	return st.out.end(ctx)
 }
@@ -340,8 +350,11 @@ func (g *Graph) wire() ([][]*subtask, error) {
 		}
 		for j := range n.Parallelism {
 			ports := make([][]*edgeOut, n.Outputs)
+			stats := newSubtaskStats()
 			subs[i] = append(subs[i], &subtask{node: i, index: j, inject: make(chan BarrierID, 4), done: make(chan struct{}),
-				in: &inbox{data: newLane(size), prio: make(chan envelope, 2*channels+1)}, out: &Output{ports: ports, arrivals: n.Arrivals}})
+				in:    &inbox{data: newLane(size), prio: make(chan envelope, 2*channels+1)},
+				out:   &Output{ports: ports, arrivals: n.Arrivals, stats: stats},
+				stats: stats})
 		}
 	}
 	for i, n := range g.Nodes {
@@ -356,7 +369,8 @@ func (g *Graph) wire() ([][]*subtask, error) {
 				return nil, fmt.Errorf("executor: node %s: hash input without a key function", n.Name)
 			}
 			for _, p := range subs[in.From] {
-				e := &edgeOut{part: in.Partition, key: in.Key, name: g.Nodes[in.From].Name + "->" + n.Name}
+				e := &edgeOut{part: in.Partition, key: in.Key, name: g.Nodes[in.From].Name + "->" + n.Name,
+					backpressured: &p.stats.backpressured}
 				for _, c := range subs[i] {
 					e.lanes = append(e.lanes, c.in.data)
 					e.prio = append(e.prio, c.in.prio)

@@ -3,6 +3,8 @@ package executor
 import (
 	"context"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // A subtask's input has two lanes.
@@ -51,11 +53,21 @@ func newLane(size int) *lane {
 	return &lane{slots: make(chan struct{}, size), ready: make(chan struct{}, 1)}
 }
 
-func (l *lane) push(ctx context.Context, env envelope) error {
+func (l *lane) push(ctx context.Context, env envelope, backpressured *atomic.Int64) error {
 	select {
 	case l.slots <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	default:
+		// Full: the wait is backpressure. The clock is read only here,
+		// so a producer that is not held up pays nothing for the count.
+		since := time.Now()
+		select {
+		case l.slots <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if backpressured != nil {
+			waited(backpressured, since)
+		}
 	}
 	l.mu.Lock()
 	l.items = append(l.items, env)
@@ -148,7 +160,7 @@ func (e *edgeOut) send(ctx context.Context, i int, m Message) error {
 	env := envelope{e.chIdx[i], m}
 	var err error
 	if i < len(e.lanes) {
-		err = e.lanes[i].push(ctx, env)
+		err = e.lanes[i].push(ctx, env, e.backpressured)
 	} else {
 		err = send(ctx, e.to[i], env)
 	}

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
@@ -51,6 +52,9 @@ type edgeOut struct {
 	sent  []uint64        // in-band messages sent to each consumer
 	next  int             // round-robin cursor
 	name  string
+	// backpressured, if set, adds up the producer's time waiting for room
+	// in a consumer's queue.
+	backpressured *atomic.Int64
 }
 
 // Output is a subtask's outputs: per output port, the edges leaving it.
@@ -63,6 +67,7 @@ type Output struct {
 	arrivals  *TransformLate
 	synthetic bool
 	pt        mtime.Time
+	stats     *subtaskStats // nil for an Output built by hand in a test
 }
 
 // Emit sends elements to every edge of output port.
@@ -76,6 +81,7 @@ func (o *Output) Emit(ctx context.Context, port int, elems [][]byte) error {
 	if o.arrivals != nil {
 		o.observe(elems)
 	}
+	o.stats.out(elems)
 	for _, e := range o.ports[port] {
 		if err := o.emitEdge(ctx, e, elems); err != nil {
 			return err
@@ -127,6 +133,9 @@ func (o *Output) emitEdge(ctx context.Context, e *edgeOut, elems [][]byte) error
 
 // Watermark sends wm on every channel.
 func (o *Output) Watermark(ctx context.Context, wm mtime.Time) error {
+	if o.stats != nil {
+		o.stats.outWM.Store(int64(wm))
+	}
 	return o.broadcast(ctx, Message{Kind: KindWatermark, Watermark: wm})
 }
 

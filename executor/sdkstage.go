@@ -571,6 +571,7 @@ func (s *SDKStage) runOn(ctx context.Context, desc string, use liftUse, source s
 			}
 			s.ustate.begin(s.User, keys)
 		}
+		began := time.Now()
 		res, err := s.worker.Process(ctx, fnapi.BundleRequest{
 			DescriptorID: desc,
 			Inputs:       []fnapi.Input{{TransformID: source, Elements: in}},
@@ -584,6 +585,7 @@ func (s *SDKStage) runOn(ctx context.Context, desc string, use liftUse, source s
 			}
 		}
 		if err == nil {
+			s.Out.stats.bundle(time.Since(began))
 			if s.rerun(use, true, res) {
 				s.dropped(res)
 				desc, _ := s.Spec.Unlift.descriptor()
@@ -605,6 +607,7 @@ func (s *SDKStage) runOn(ctx context.Context, desc string, use liftUse, source s
 			}
 			return nil, fmt.Errorf("stage %s: %w", s.Spec.Name, err)
 		}
+		s.Out.stats.retry()
 		s.warnRetry(err, attempt, retries)
 		w, rerr := s.Spec.Workers.Replace(ctx, s.Spec.Env, s.worker)
 		if rerr != nil {

@@ -242,7 +242,11 @@ func (r *sdfRun) start(t *sdfTask) error {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
+		began := time.Now()
 		res, err := w.Process(r.ctx, req)
+		if err == nil {
+			s.Out.stats.bundle(time.Since(began))
+		}
 		inst := ""
 		if res != nil {
 			inst = res.Instruction
@@ -491,6 +495,7 @@ func (r *sdfRun) failed(t *sdfTask, err error) error {
 		}
 		s.worker = w
 	}
+	s.Out.stats.retry()
 	t.retry()
 	r.queue = append([]*sdfTask{t}, r.queue...)
 	return nil

@@ -69,3 +69,13 @@ func (s *spreadWatch) observe(sub int, wms []mtime.Time) {
 			time.Duration(s.threshold)*time.Millisecond))
 	}
 }
+
+// last returns the spread subtask sub last saw between its producers.
+func (s *spreadWatch) last(sub int) mtime.Time {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.spreads[sub]
+}

@@ -27,6 +27,8 @@ const (
 	Savepoint                  = "weir_savepoint"
 	SavepointRename            = "weir_savepoint_rename"
 	SavepointAllowDroppedState = "weir_savepoint_allow_dropped_state"
+
+	HTTPAddr = "weir_http_addr"
 )
 
 // The checkpoint modes, as checkpoint.ParseMode reads them.
@@ -145,4 +147,9 @@ var declared = []Option{
 	{Name: SavepointAllowDroppedState, Kind: Bool, Group: "savepoints", Default: "false",
 		Usage: "drop savepoint state no transform of the job takes, instead of refusing the savepoint",
 		field: func(o *Options) any { return &o.SavepointAllowDroppedState }},
+
+	// Observability (docs/metrics.md, docs/ui.md).
+	{Name: HTTPAddr, Kind: String, Group: "observability",
+		Usage: "in-process runner (--runner=weir) only: serve /metrics and the web UI on this address, e.g. localhost:8081; weir serve has --http-addr and ignores it",
+		field: func(o *Options) any { return &o.HTTPAddr }},
 }

@@ -144,6 +144,9 @@ type Options struct {
 	SavepointRename            map[string]string
 	SavepointAllowDroppedState bool
 
+	// HTTPAddr is where the in-process runner serves /metrics and the UI.
+	HTTPAddr string
+
 	set map[string]bool
 }
 

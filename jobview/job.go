@@ -135,6 +135,7 @@ type Partition struct {
 	// Next in records, -1 before the broker told the high watermark;
 	// LagSeconds is how old the newest record read is while Lag > 0, else 0.
 	Next       int64   `json:"next"`
+	Consumed   int64   `json:"consumed"` // records delivered from the partition
 	Lag        int64   `json:"lag"`
 	LagSeconds float64 `json:"lagSeconds"`
 	Paused     bool    `json:"paused"` // by watermark alignment
@@ -213,7 +214,6 @@ type Workers struct {
 	Running       int   `json:"running"`
 	Lost          int64 `json:"lost"`
 	BundleRetries int64 `json:"bundleRetries"`
-	BundlesFailed int64 `json:"bundlesFailed"`
 }
 
 // UserMetric is one of the pipeline's own metrics, as the SDK reports it.

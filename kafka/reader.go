@@ -366,6 +366,8 @@ func (r *Reader) deliver(i int, rec *kgo.Record, t mtime.Time, now time.Time, ou
 		r.late++
 	}
 	p.next = rec.Offset + 1
+	p.last = rec.Timestamp
+	p.read++
 	r.read++
 	*out = append(*out, Record{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset,
 		Key: rec.Key, Value: rec.Value, EventTime: t,

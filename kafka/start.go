@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +23,10 @@ type partition struct {
 	start int64 // the first offset read
 	next  int64 // the next offset to deliver: records before it are emitted
 	high  int64 // the high watermark at the last fetch; -1 before one
+	// last is the broker timestamp of the last record delivered; read
+	// counts the records delivered.
+	last time.Time
+	read int64
 	// held are records fetched but held back by alignment, in offset
 	// order, all at or after next (Reader.release): at most what one poll
 	// fetched, since the partition is paused for fetching while it has

@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	stdcmp "cmp"
+	"slices"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
@@ -16,8 +18,14 @@ type PartitionStats struct {
 	// Next is the next offset to read; Lag is the high watermark minus
 	// Next, or -1 before the first fetch told the high watermark.
 	Next, Lag int64
-	Paused    bool
-	Idle      bool
+	// LastTimestamp is the broker timestamp of the last record read;
+	// while Lag > 0, now minus it bounds how far behind the reader is in
+	// time (the next record to read is no older).
+	LastTimestamp time.Time
+	// Read is how many records of the partition the reader delivered.
+	Read   int64
+	Paused bool
+	Idle   bool
 }
 
 // Stats describes a reader at the end of its last Poll.
@@ -56,7 +64,7 @@ func (r *Reader) updateStats() {
 			lag = max(p.high-p.next, 0)
 		}
 		s.Partitions[i] = PartitionStats{Topic: p.topic, Partition: p.id, Watermark: st.Watermark,
-			Next: p.next, Lag: lag, Paused: r.paused[i], Idle: st.Idle}
+			Next: p.next, Lag: lag, LastTimestamp: p.last, Read: p.read, Paused: r.paused[i], Idle: st.Idle}
 		if r.paused[i] {
 			s.Paused++
 		}
@@ -70,4 +78,37 @@ func (r *Reader) updateStats() {
 	r.statsMu.Lock()
 	r.stats = s
 	r.statsMu.Unlock()
+}
+
+// SourceStats is one reader's statistics and where it runs.
+type SourceStats struct {
+	Transform string // the source transform's ID
+	Subtask   int    // the reader's place among its transform's readers
+	Stats
+}
+
+// Sources returns the statistics of every reader, by transform ID, then
+// subtask.
+func (m *Metrics) Sources() []SourceStats {
+	m.mu.Lock()
+	var out []SourceStats
+	for t, rs := range m.readers {
+		for i, r := range rs {
+			out = append(out, SourceStats{Transform: t, Subtask: i, Stats: r.Stats()})
+		}
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b SourceStats) int {
+		return stdcmp.Or(stdcmp.Compare(a.Transform, b.Transform), stdcmp.Compare(a.Subtask, b.Subtask))
+	})
+	return out
+}
+
+// Alignments returns each alignment group's last announcement, by name;
+// nil without groups.
+func (m *Metrics) Alignments() map[string]watermarkmgr.Announcement {
+	if m.groups == nil {
+		return nil
+	}
+	return m.groups.Announcements()
 }

@@ -113,6 +113,13 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 	if err != nil {
 		return err
 	}
+	obs := newObserver(j, plan, g, late, workers, store)
+	j.observed.Store(obs)
+	obsCtx, stopObs := context.WithCancel(context.Background())
+	obsDone := make(chan struct{})
+	go func() { defer close(obsDone); obs.run(obsCtx) }()
+	// Deferred before the store closes, so the last sample reads it open.
+	defer func() { stopObs(); <-obsDone }()
 	var barriers chan executor.BarrierID
 	var ck *jobCheckpoints
 	if ckCfg != nil {
@@ -143,6 +150,7 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		// Runs before the store closes: snapshots must be released first.
 		defer ck.close()
 		g.Checkpoints, barriers = ck, ck.barriers
+		obs.setCheckpoints(ck)
 		j.setSavepointer(ck)
 		defer j.setSavepointer(nil)
 	}

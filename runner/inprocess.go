@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal"
+
+	"github.com/weir-runner/weir/joboptions"
 )
 
 func init() {
@@ -23,6 +26,7 @@ func init() {
 var inProcess struct {
 	sync.Mutex
 	server *Server
+	http   *HTTPService // serves --weir_http_addr, once set
 }
 
 // Execute runs p on weir, as `--runner=weir`. Unless --endpoint names a job
@@ -59,6 +63,9 @@ func configureInProcess() error {
 		inProcess.server = s
 		*jobopts.Endpoint = s.Endpoint()
 	}
+	if err := serveInProcessHTTP(); err != nil {
+		return err
+	}
 	if *jobopts.EnvironmentType == "" {
 		*jobopts.EnvironmentType = "LOOPBACK"
 	}
@@ -70,6 +77,24 @@ func inProcessServer() *Server {
 	inProcess.Lock()
 	defer inProcess.Unlock()
 	return inProcess.server
+}
+
+// serveInProcessHTTP serves the in-process server's metrics and UI on the
+// address of --weir_http_addr, if the program set it: once, on the first
+// pipeline that asks, for the life of the process, as the server itself.
+// Called with inProcess held.
+func serveInProcessHTTP() error {
+	f := flag.CommandLine.Lookup(joboptions.HTTPAddr)
+	if f == nil || f.Value.String() == "" || inProcess.server == nil || inProcess.http != nil {
+		return nil
+	}
+	h, err := StartHTTP(context.Background(), inProcess.server, f.Value.String(), HTTPOptions{})
+	if err != nil {
+		return fmt.Errorf("weir: --%s: %w", joboptions.HTTPAddr, err)
+	}
+	inProcess.http = h
+	slog.Info("weir: metrics and web UI listening", "addr", h.Addr())
+	return nil
 }
 
 // inProcessLogger is the in-process server's logger: slog.Default, errors

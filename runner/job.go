@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/weir-runner/weir/joboptions"
+	"github.com/weir-runner/weir/kafka"
 	"github.com/weir-runner/weir/metrics"
 )
 
@@ -87,6 +88,10 @@ type Job struct {
 	// resumed says the job was started from its record; its staged files
 	// are the record's.
 	resumed bool
+	// observed samples the job's figures while it runs and keeps the last
+	// sample after (observe.go); kafka is its Kafka readers, if any.
+	observed atomic.Pointer[observer]
+	kafka    atomic.Pointer[kafka.Metrics]
 }
 
 // RequestDrain asks the job to finish early without losing data: sources

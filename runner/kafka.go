@@ -26,6 +26,7 @@ func newKafkaJob(j *Job) *kafkaJob {
 	groups := kafka.NewGroups()
 	k := &kafkaJob{j: j, groups: groups, metrics: kafka.NewMetrics(groups)}
 	j.Metrics.AddSource(k.metrics.MonitoringInfos)
+	j.kafka.Store(k.metrics)
 	return k
 }
 

@@ -77,3 +77,10 @@ func (ws *workerSet) stopAll() {
 		s()
 	}
 }
+
+// running returns how many workers the set runs now.
+func (ws *workerSet) running() int {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return len(ws.current)
+}

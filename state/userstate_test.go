@@ -415,3 +415,41 @@ func TestUserUsage(t *testing.T) {
 		t.Fatalf("UserUsage = %+v, want %+v with 6 records and 4 scopes", got, want)
 	}
 }
+
+// TestNamespaceBytes checks a namespace's size counts its records, all
+// kinds, and none of a namespace whose name it prefixes.
+func TestNamespaceBytes(t *testing.T) {
+	s := openMem(t)
+	sizes := map[string]int64{}
+	for _, ns := range []string{"st/1", "st/10", "other"} {
+		u := s.NewUserState(ns)
+		tx := u.Begin()
+		for i := range len(ns) {
+			tx.BagAppend(cell("k", "w"), 10, []byte{byte(i)})
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, total, err := s.Usage(KindUserState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for _, ns := range []string{"st/1", "st/10", "other", "empty"} {
+		n, err := s.NamespaceBytes(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes[ns] = n
+		sum += n
+	}
+	if sizes["empty"] != 0 || sizes["st/1"] <= 0 || sizes["st/10"] <= sizes["st/1"] {
+		t.Errorf("sizes %v: want none for empty, and st/10 (more records, longer name) above st/1", sizes)
+	}
+	// The user state's GC records are in the namespaces too.
+	gc, _, _ := s.Usage(KindUserGC)
+	if sum < total || gc == 0 && sum != total {
+		t.Errorf("namespaces add up to %d bytes, user state alone is %d", sum, total)
+	}
+}

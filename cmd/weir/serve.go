@@ -17,6 +17,7 @@ import (
 
 	"github.com/weir-runner/weir/expansion"
 	"github.com/weir-runner/weir/runner"
+	"github.com/weir-runner/weir/telemetry"
 )
 
 // serve runs the job service until SIGINT or SIGTERM, then stops it
@@ -39,6 +40,9 @@ func serve(args []string, stdout io.Writer) error {
 	var lf logFlags // logging.go
 	lf.register(fs)
 	retention := fs.Duration("job-retention", time.Hour, "how long an ended job stays listed and queryable (as Flink's jobstore.expiration-time); 0 keeps every job")
+	httpAddr := fs.String("http-addr", defaultHTTPAddr, "serve Prometheus /metrics and the web UI on this address (empty: none; the default is skipped with a warning when its port is taken)")
+	otlp := fs.String("otlp-endpoint", "", "push metrics to this OTLP/gRPC collector (host:port, or http://host:port without TLS)")
+	otlpEvery := fs.Duration("otlp-interval", 10*time.Second, "how often metrics are pushed to --otlp-endpoint")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -83,6 +87,12 @@ func serve(args []string, stdout io.Writer) error {
 
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
+	web, err := serveHTTP(ctx, s, *httpAddr, runner.HTTPOptions{Logger: log,
+		Telemetry: telemetry.Options{OTLPEndpoint: *otlp, OTLPInterval: *otlpEvery}}, log, stdout)
+	if err != nil {
+		lis.Close()
+		return err
+	}
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(lis) }()
 	log.Info("weir: job service listening", "endpoint", lis.Addr().String())
@@ -109,6 +119,11 @@ func serve(args []string, stdout io.Writer) error {
 	sctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	err = s.Stop(sctx)
+	if web != nil {
+		if werr := web.Stop(sctx); err == nil {
+			err = werr
+		}
+	}
 	if exp != nil {
 		if eerr := exp.Stop(sctx); err == nil {
 			err = eerr
@@ -135,4 +150,28 @@ func serveExpansion(addr string, log *slog.Logger, stdout io.Writer) (*expansion
 	log.Info("weir: expansion service listening", "endpoint", lis.Addr().String())
 	fmt.Fprintf(stdout, "weir expansion service on %s; give it to Beam's kafkaio as the expansion address\n", lis.Addr())
 	return exp, nil
+}
+
+// defaultHTTPAddr is where weir serve's metrics and UI are unless told
+// otherwise: Flink's web UI port.
+const defaultHTTPAddr = "localhost:8081"
+
+// serveHTTP starts the metrics and UI listener on addr; none for "". The
+// default address is skipped with a warning when its port is taken (a
+// second server on the machine); an address given on purpose must work.
+func serveHTTP(ctx context.Context, s *runner.Server, addr string, opts runner.HTTPOptions, log *slog.Logger, stdout io.Writer) (*runner.HTTPService, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	web, err := runner.StartHTTP(ctx, s, addr, opts)
+	if err != nil {
+		if addr == defaultHTTPAddr && errors.Is(err, syscall.EADDRINUSE) {
+			log.Warn("weir: metrics and web UI not served: the default address is taken; give --http-addr", "addr", addr, "err", err)
+			return nil, nil
+		}
+		return nil, err
+	}
+	log.Info("weir: metrics and web UI listening", "addr", web.Addr())
+	fmt.Fprintf(stdout, "weir web UI on http://%s/, Prometheus metrics on http://%s/metrics\n", web.Addr(), web.Addr())
+	return web, nil
 }

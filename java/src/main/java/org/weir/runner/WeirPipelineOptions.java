@@ -134,4 +134,10 @@ public interface WeirPipelineOptions extends PipelineOptions {
   Boolean getWeirSavepointAllowDroppedState();
 
   void setWeirSavepointAllowDroppedState(Boolean value);
+
+  /** {@code --weirHttpAddr}: in-process runner (--runner=weir) only: serve /metrics and the web UI on this address, e.g. localhost:8081; weir serve has --http-addr and ignores it. */
+  @Description("in-process runner (--runner=weir) only: serve /metrics and the web UI on this address, e.g. localhost:8081; weir serve has --http-addr and ignores it (string; default: unset)")
+  String getWeirHttpAddr();
+
+  void setWeirHttpAddr(String value);
 }
