@@ -47,30 +47,14 @@ func listJobsHandler(srv any, ctx context.Context, dec func(any) error, intercep
 	})
 }
 
-// listJobs serves List: every job the registry keeps, oldest first.
+// listJobs serves List: every job the registry keeps, oldest first, as
+// Job.Summary gives it.
 func (s *Server) listJobs(ctx context.Context, _ *structpb.Struct) (*structpb.Struct, error) {
-	now := time.Now()
 	var jobs []any
 	for _, j := range s.Jobs() {
-		jobs = append(jobs, encodeSummary(summarize(j, now)))
+		jobs = append(jobs, encodeSummary(j.Summary()))
 	}
 	return structpb.NewStruct(map[string]any{"jobs": jobs})
-}
-
-// summarize is a job as the job list shows it; now bounds the duration of
-// a job still running.
-func summarize(j *Job, now time.Time) jobview.Summary {
-	st, _ := j.State()
-	sum := jobview.Summary{ID: string(j.ID), Name: j.Name, State: st.String(), Start: j.Submitted(), End: j.Ended()}
-	end := sum.End
-	if end.IsZero() {
-		end = now
-	}
-	sum.Seconds = end.Sub(sum.Start).Seconds()
-	if err := j.Err(); err != nil {
-		sum.Error = err.Error()
-	}
-	return sum
 }
 
 func encodeSummary(sum jobview.Summary) map[string]any {

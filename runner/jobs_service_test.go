@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 )
@@ -44,18 +43,5 @@ func TestListJobs(t *testing.T) {
 	if f.State != jobpb.JobState_FAILED.String() || !f.Start.Equal(fj.Submitted()) || !f.End.Equal(fj.Ended()) ||
 		f.Error != fj.Err().Error() || f.Seconds != fj.Ended().Sub(fj.Submitted()).Seconds() {
 		t.Errorf("failed job %+v", f)
-	}
-}
-
-func TestSummarize(t *testing.T) {
-	j := NewJob("a-1", "a", nil, nil)
-	now := j.Submitted().Add(90 * time.Second)
-	if s := summarize(j, now); s.Seconds != 90 || !s.End.IsZero() || s.State != "STOPPED" {
-		t.Errorf("summary of a job not ended: %+v", s)
-	}
-	j.Fail(errors.New("boom"))
-	s := summarize(j, now.Add(time.Hour))
-	if s.End != j.Ended() || s.Seconds != j.Ended().Sub(j.Submitted()).Seconds() || s.Error != "boom" {
-		t.Errorf("summary of a failed job: %+v", s)
 	}
 }
