@@ -48,7 +48,7 @@ type Graph struct {
 	// SpreadWarning, if positive, is the watermark spread between the
 	// producers of a node fed by several above which Warn hears of it.
 	SpreadWarning time.Duration
-	Warn          func(msg string)
+	Warn          func(node int, msg string) // node: index in Nodes
 	// Checkpoints, if set, takes part in checkpoints for every subtask:
 	// snapshots, in-flight data, aligned timeouts.
 	Checkpoints Checkpointer
@@ -404,7 +404,7 @@ func (g *Graph) wire() ([][]*subtask, error) {
 		if len(producers) < 2 {
 			continue
 		}
-		w := newSpreadWatch(n.Name, n.Parallelism, g.SpreadWarning, g.Warn)
+		w := newSpreadWatch(i, n.Name, n.Parallelism, g.SpreadWarning, g.Warn)
 		for _, st := range subs[i] {
 			st.spread = w
 		}

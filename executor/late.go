@@ -43,8 +43,9 @@ var arrivalQuantiles = []struct {
 // line. One LateData serves every subtask of the job; it is safe for
 // concurrent use. Set the fields before the first use.
 type LateData struct {
-	// Logf writes a job message (a warning).
-	Logf func(format string, args ...any)
+	// Logf writes a warning about transform t (a job message, and a
+	// record of the server's log that names t).
+	Logf func(t *TransformLate, format string, args ...any)
 	// DeadLetter, if not nil, receives one JSON line per dropped element.
 	DeadLetter io.Writer
 	// LogEvery bounds the messages about drops to one per transform per
@@ -249,7 +250,7 @@ func (t *TransformLate) log(reason DropReason, win string, ts mtime.Time, late t
 	t.lastLog = now
 	t.mu.Unlock()
 	if l.Logf != nil {
-		l.Logf("%s", msg)
+		l.Logf(t, "%s", msg)
 	}
 }
 
@@ -287,7 +288,7 @@ func (l *LateData) Close() error {
 		}
 		t.mu.Unlock()
 		if msg != "" && l.Logf != nil {
-			l.Logf("%s", msg)
+			l.Logf(t, "%s", msg)
 		}
 	}
 	return l.Flush()

@@ -32,7 +32,7 @@ func TestGroupByKeyDropsExpiredWindows(t *testing.T) {
 	var logs []string
 	clock := time.UnixMilli(1_000_000)
 	late := &LateData{DeadLetter: &dl, Now: func() time.Time { return clock },
-		Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }}
+		Logf: func(_ *TransformLate, f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }}
 	ch := make(chan envelope, 100)
 	out := &Output{ports: [][]*edgeOut{{{part: Forward, to: []chan envelope{ch}, chIdx: []int{0}}}}}
 	g := &GroupByKey{Name: "Count/GBK", In: wire.NewCodec(ivMeasure, func(b []byte) (int, error) { return len(b), nil }),

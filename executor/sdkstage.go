@@ -608,6 +608,7 @@ func (s *SDKStage) runOn(ctx context.Context, desc string, use liftUse, source s
 			return nil, fmt.Errorf("stage %s: %w", s.Spec.Name, err)
 		}
 		s.Out.stats.retry()
+		s.warnRetry(err, attempt, retries)
 		w, rerr := s.Spec.Workers.Replace(ctx, s.Spec.Env, s.worker)
 		if rerr != nil {
 			return nil, fmt.Errorf("stage %s: bundle lost with its worker (%v), and no new worker: %w", s.Spec.Name, err, rerr)

@@ -93,7 +93,10 @@ func (collect) Watermark(context.Context, int, mtime.Time) error { return nil }
 func (collect) Barrier(context.Context, BarrierID) error         { return nil }
 func (collect) Finish(context.Context) error                     { return nil }
 
-func runStage(t *testing.T, crashes, n int) ([][]byte, error) {
+// runStage runs n elements through an SDK stage whose first crashes
+// workers crash; it returns what came out, the stage's warnings and the
+// graph's error.
+func runStage(t *testing.T, crashes, n int) ([][]byte, []string, error) {
 	srv, err := fnapi.NewServer(fnapi.Options{JobID: "job"})
 	if err != nil {
 		t.Fatal(err)
@@ -111,6 +114,8 @@ func runStage(t *testing.T, crashes, n int) ([][]byte, error) {
 		Workers: &fakeWorkers{t: t, srv: srv, crashes: crashes}, MaxElems: 10}
 	var mu sync.Mutex
 	var got [][]byte
+	var warns []string
+	spec.Warn = func(m string) { mu.Lock(); warns = append(warns, m); mu.Unlock() }
 	g := &Graph{Nodes: []*Node{
 		{Name: "src", Parallelism: 1, Outputs: 1, NewSource: func(int, *Output) (Source, error) { return elemSource{n}, nil }},
 		{Name: "sdk", Parallelism: 1, Outputs: 1, Inputs: []NodeInput{{From: 0}},
@@ -121,14 +126,16 @@ func runStage(t *testing.T, crashes, n int) ([][]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	err = g.Run(ctx, nil)
-	return got, err
+	mu.Lock()
+	defer mu.Unlock()
+	return got, warns, err
 }
 
 // TestLostWorkerBundleRetried: bundles keep their input until their
 // response arrives, so a worker that crashes mid-bundle costs a retry on a
-// new worker and loses nothing.
+// new worker and loses nothing; each retry is a warning.
 func TestLostWorkerBundleRetried(t *testing.T) {
-	got, err := runStage(t, 2, 25)
+	got, warns, err := runStage(t, 2, 25)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,12 +149,16 @@ func TestLostWorkerBundleRetried(t *testing.T) {
 	if len(seen) != 25 {
 		t.Errorf("got %d distinct elements, want 25", len(seen))
 	}
+	if len(warns) != 2 || !strings.Contains(warns[0], "stage stage: bundle lost with its worker") ||
+		!strings.Contains(warns[0], "retry 1 of 3") || !strings.Contains(warns[1], "retry 2 of 3") {
+		t.Errorf("warnings %q, want one per retry", warns)
+	}
 }
 
 // TestLostWorkerRetriesBounded: past the retry limit the job fails, and the
 // error carries the worker's last log lines.
 func TestLostWorkerRetriesBounded(t *testing.T) {
-	_, err := runStage(t, 100, 5)
+	_, _, err := runStage(t, 100, 5)
 	if err == nil {
 		t.Fatal("stage succeeded with workers that always crash")
 	}

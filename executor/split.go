@@ -455,6 +455,16 @@ func (r *sdfRun) finished(t *sdfTask, res *fnapi.BundleResult) error {
 	return r.s.commit(r.ctx, res)
 }
 
+// warnRetry tells the job that a bundle lost with its worker (err) runs
+// again: a retry is not a failure, but one that comes often says workers
+// die (out of memory, killed), which the operator must hear of.
+func (s *SDKStage) warnRetry(err error, attempt, retries int) {
+	if s.Spec.Warn != nil {
+		s.Spec.Warn(fmt.Sprintf("stage %s: bundle lost with its worker (%v); retrying it on a new worker (retry %d of %d)",
+			s.Spec.Name, err, attempt+1, retries))
+	}
+}
+
 // failed retries a bundle lost with its worker, as run does, on its primary.
 func (r *sdfRun) failed(t *sdfTask, err error) error {
 	s := r.s
@@ -477,6 +487,7 @@ func (r *sdfRun) failed(t *sdfTask, err error) error {
 		return fmt.Errorf("stage %s: bundle %s: %w; worker's last log lines:\n%s",
 			s.Spec.Name, why, err, joinLines(t.worker.LastLogs()))
 	}
+	s.warnRetry(err, t.attempt, retries)
 	if s.worker == t.worker {
 		w, rerr := s.Spec.Workers.Replace(r.ctx, s.Spec.Env, t.worker)
 		if rerr != nil {

@@ -19,20 +19,21 @@ import (
 // its subtasks last saw, so one subtask lagging behind another does not
 // re-arm it.
 type spreadWatch struct {
-	node      string
+	node      int // index in the graph, for warn
+	name      string
 	threshold mtime.Time // milliseconds
-	warn      func(msg string)
+	warn      func(node int, msg string)
 
 	mu      sync.Mutex
 	armed   bool
 	spreads []mtime.Time // the last spread each subtask saw
 }
 
-func newSpreadWatch(node string, subtasks int, threshold time.Duration, warn func(string)) *spreadWatch {
+func newSpreadWatch(node int, name string, subtasks int, threshold time.Duration, warn func(int, string)) *spreadWatch {
 	if threshold <= 0 || warn == nil {
 		return nil
 	}
-	return &spreadWatch{node: node, threshold: mtime.Time(threshold.Milliseconds()), warn: warn, armed: true,
+	return &spreadWatch{node: node, name: name, threshold: mtime.Time(threshold.Milliseconds()), warn: warn, armed: true,
 		spreads: make([]mtime.Time, subtasks)}
 }
 
@@ -62,9 +63,9 @@ func (s *spreadWatch) observe(sub int, wms []mtime.Time) {
 	}
 	s.mu.Unlock()
 	if fire {
-		s.warn(fmt.Sprintf("%s: its inputs' watermarks are %v apart (slowest at %s, fastest at %s), more than %v: "+
+		s.warn(s.node, fmt.Sprintf("%s: its inputs' watermarks are %v apart (slowest at %s, fastest at %s), more than %v: "+
 			"one side is far ahead, as when a join is replayed or backfilled on one side only, and its state grows until "+
-			"the other catches up", s.node, time.Duration(spread)*time.Millisecond, fmtTime(lo), fmtTime(hi),
+			"the other catches up", s.name, time.Duration(spread)*time.Millisecond, fmtTime(lo), fmtTime(hi),
 			time.Duration(s.threshold)*time.Millisecond))
 	}
 }

@@ -27,7 +27,7 @@ func TestSpreadWatch(t *testing.T) {
 		{"three producers, the slowest counts", [][]mtime.Time{{500, 0, 450}}, 1},
 	} {
 		var got []string
-		w := newSpreadWatch("join", 1, 100*time.Millisecond, func(m string) { got = append(got, m) })
+		w := newSpreadWatch(0, "join", 1, 100*time.Millisecond, func(_ int, m string) { got = append(got, m) })
 		for _, s := range tc.steps {
 			w.observe(0, s)
 		}
@@ -42,14 +42,14 @@ func TestSpreadWatch(t *testing.T) {
 	}
 	// A subtask that lags behind another does not re-arm the warning.
 	var got []string
-	w := newSpreadWatch("join", 2, 100*time.Millisecond, func(m string) { got = append(got, m) })
+	w := newSpreadWatch(0, "join", 2, 100*time.Millisecond, func(_ int, m string) { got = append(got, m) })
 	w.observe(0, []mtime.Time{0, 200})
 	w.observe(1, []mtime.Time{0, 10})
 	w.observe(0, []mtime.Time{0, 300})
 	if len(got) != 1 {
 		t.Errorf("two subtasks: %d warnings, want 1", len(got))
 	}
-	if newSpreadWatch("x", 1, 0, func(string) {}) != nil {
+	if newSpreadWatch(0, "x", 1, 0, func(int, string) {}) != nil {
 		t.Error("a zero threshold watches")
 	}
 }
@@ -79,18 +79,19 @@ func (s wmSource) Run(ctx context.Context, out *Output, _ *Injector) error {
 func TestGraphWarnsOfInputSpread(t *testing.T) {
 	var mu sync.Mutex
 	var warns []string
+	var nodes []int
 	var got [][]byte
 	// The sources stay open until the warning: an ended input is behind
 	// nothing, and no spread is seen before both have a watermark.
 	warned := make(chan struct{})
 	g := &Graph{SpreadWarning: time.Minute,
-		Warn: func(m string) {
+		Warn: func(node int, m string) {
 			mu.Lock()
 			defer mu.Unlock()
 			if len(warns) == 0 {
 				close(warned)
 			}
-			warns = append(warns, m)
+			warns, nodes = append(warns, m), append(nodes, node)
 		},
 		Nodes: []*Node{
 			{Name: "slow", Parallelism: 1, Outputs: 1, NewSource: func(int, *Output) (Source, error) {
@@ -109,7 +110,7 @@ func TestGraphWarnsOfInputSpread(t *testing.T) {
 	if err := g.Run(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	if len(warns) != 1 || !strings.HasPrefix(warns[0], "join:") {
-		t.Errorf("warnings %q, want one about join", warns)
+	if len(warns) != 1 || !strings.HasPrefix(warns[0], "join:") || nodes[0] != 2 {
+		t.Errorf("warnings %q of nodes %v, want one about join, node 2", warns, nodes)
 	}
 }

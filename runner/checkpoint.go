@@ -111,6 +111,8 @@ type jobCheckpoints struct {
 	// namespaces returns the store namespaces a subtask owns.
 	namespaces func(node, sub int) []string
 	graph      *executor.Graph // told of completed checkpoints (commit.go)
+	// shape names the graph's nodes, for the log of a declined checkpoint.
+	shape []checkpoint.GraphNode
 
 	mu     sync.Mutex
 	writer *checkpoint.Writer // the checkpoint being written, if any
@@ -123,8 +125,12 @@ type jobCheckpoints struct {
 	// spDir is where the savepoint being taken goes ("" when none is
 	// requested); spPath is where the last one went.
 	spDir, spPath string
-	stop          context.CancelFunc
-	done          chan struct{} // closed when the driver returns
+	// declined is the subtask whose snapshot failed last, and in which
+	// checkpoint: the stage and subtask a failure's log record names.
+	declined   checkpoint.Task
+	declinedIn checkpoint.ID
+	stop       context.CancelFunc
+	done       chan struct{} // closed when the driver returns
 }
 
 type snapKey struct {
@@ -160,7 +166,7 @@ func startCheckpoints(j *Job, cfg *checkpointConfig, g *executor.Graph, store *s
 		return nil, err
 	}
 	c := &jobCheckpoints{j: j, store: store, storage: storage, barriers: make(chan executor.BarrierID),
-		namespaces: namespaces, snaps: map[snapKey]*state.Snapshot{}, done: make(chan struct{}), graph: g,
+		namespaces: namespaces, snaps: map[snapKey]*state.Snapshot{}, done: make(chan struct{}), graph: g, shape: cfg.graph,
 		writing: map[checkpoint.Task]chan struct{}{}}
 	c.driver = checkpoint.NewDriver(checkpoint.DriverConfig{Coordinator: coord,
 		Trigger: c.trigger, Store: c.commit, Abort: c.abort, Finished: c.finished})
@@ -267,6 +273,9 @@ func (c *jobCheckpoints) Done(r executor.BarrierRecord) {
 		defer close(written)
 		ack, err := c.write(w, r, sn)
 		if err != nil {
+			c.mu.Lock()
+			c.declined, c.declinedIn = task, checkpoint.ID(r.ID)
+			c.mu.Unlock()
 			c.driver.Decline(task, checkpoint.ID(r.ID), err)
 			return
 		}
@@ -393,7 +402,13 @@ func (c *jobCheckpoints) finished(st checkpoint.Stats) {
 		c.j.Logf(jobpb.JobMessage_JOB_MESSAGE_DETAILED, "checkpoint %d completed in %v: %d bytes, %d in flight, %d of %d subtasks unaligned",
 			st.ID, st.Duration(time.Time{}).Round(time.Millisecond), sum.Bytes, sum.InFlightBytes, sum.UnalignedSubtasks, sum.TotalSubtasks)
 	case checkpoint.Failed:
-		c.j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "checkpoint %d failed: %s", st.ID, st.Reason)
+		args := []any{"checkpoint", uint64(st.ID), "savepoint", st.Savepoint}
+		c.mu.Lock()
+		if c.declinedIn == st.ID && c.declined.Node < len(c.shape) {
+			args = append(args, logStage, c.shape[c.declined.Node].Name, logSubtask, c.declined.Subtask)
+		}
+		c.mu.Unlock()
+		c.j.Warn("weir: checkpoint failed", fmt.Sprintf("checkpoint %d failed: %s", st.ID, st.Reason), args...)
 	}
 }
 

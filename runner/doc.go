@@ -27,8 +27,15 @@
 //	err != nil otherwise       -> FAILED (job.Fail records the error as a message)
 //
 // then removes the staged artifacts. The executor never sets the state
-// itself; it reports through job.Logf and job.Metrics. A panic in the
-// executor fails its job instead of crashing the server.
+// itself; it reports through job.Logf, job.Warn and job.Metrics. A panic
+// in the executor fails its job instead of crashing the server.
+//
+// Every state change is also a record of the job's Logger (the server's,
+// with the job's ID and name), and Warn writes a warning both as a job
+// message and as a record naming the stage and subtask (joblog.go).
+//
+// A job that has been terminal for longer than ServerOptions.JobRetention
+// is forgotten at the next lookup of the registry (retention.go).
 //
 // Cancel moves a job to CANCELLING and cancels jobCtx; the job becomes
 // CANCELLED when Execute returns. GetStateStream and GetMessageStream follow

@@ -97,7 +97,7 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 	if testHookStore != nil {
 		testHookStore(store)
 	}
-	workers := newWorkerSet(fn, plan.Components.GetEnvironments())
+	workers := newWorkerSet(fn, plan.Components.GetEnvironments(), j)
 	defer workers.stopAll()
 	p := e.Parallelism
 	if p <= 0 {
@@ -261,8 +261,7 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 	if err != nil {
 		return nil, err
 	}
-	g := &executor.Graph{SpreadWarning: spread,
-		Warn: func(msg string) { j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "%s", msg) }}
+	g := &executor.Graph{SpreadWarning: spread, Warn: graphWarn(j, plan)}
 	nodeOf := map[translate.StageID]int{}
 	// A TestStream's events must be seen in the order it replays them:
 	// elements sent before a processing-time advance must reach a trigger
@@ -367,8 +366,7 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 					Buf: buf, Out: out, Late: acct}, nil
 			}
 		case translate.KindSDK:
-			spec, err := sdkSpec(plan, s, fn, workers, metricsFn, j.DrainRequested(),
-				func(msg string) { j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "%s", msg) })
+			spec, err := sdkSpec(plan, s, fn, workers, metricsFn, j.DrainRequested(), stageWarn(j, s.Name, -1))
 			if err != nil {
 				return nil, err
 			}
@@ -379,7 +377,7 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 			spec.Unlift = unlift[s.ID]
 			spec.MaxElems, spec.MaxBytes, spec.MaxBundleTime = limits.elems, limits.bytes, limits.time
 			n.New = func(sub int, out *executor.Output) (executor.Operator, error) {
-				st := executor.NewSDKStage(spec, out)
+				st := executor.NewSDKStage(subtaskSpec(spec, j, s, sub), out)
 				if s.Stateful != nil {
 					st.User = store.NewUserState(stageNamespace(s, sub))
 				}

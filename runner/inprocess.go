@@ -55,6 +55,7 @@ func configureInProcess() error {
 		// is never stopped, and each job removes its own staging directory.
 		s := NewServer(NewLocalExecutor(), ServerOptions{
 			StagingRoot: filepath.Join(os.TempDir(), "weir-staging"),
+			Logger:      inProcessLogger(),
 		})
 		if err := s.Start("localhost:0"); err != nil {
 			return fmt.Errorf("weir: starting in-process job server: %w", err)
@@ -94,4 +95,30 @@ func serveInProcessHTTP() error {
 	inProcess.http = h
 	slog.Info("weir: metrics and web UI listening", "addr", h.Addr())
 	return nil
+}
+
+// inProcessLogger is the in-process server's logger: slog.Default, errors
+// only. The program that runs the pipeline is the job's client too, and
+// the SDK already prints the job's messages and states (a job's warnings
+// are job messages as well as records): at level Info its stderr would say
+// each of them twice.
+func inProcessLogger() *slog.Logger {
+	return slog.New(minLevel{slog.Default().Handler(), slog.LevelError})
+}
+
+// minLevel passes on the records of its handler at level min and above.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.min}
+}
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.min}
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,11 @@ type Job struct {
 
 	// Metrics aggregates the MonitoringInfos of the job's bundles.
 	Metrics *metrics.Store
+
+	// submitted is when the job was made (Run, or a resume); log is the
+	// job's part of the server's log (joblog.go), set before it runs.
+	submitted time.Time
+	log       *slog.Logger
 
 	// opts are Options parsed, once: by the server when the job is
 	// submitted (a bad option fails the submission), or on first use for a
@@ -105,11 +111,14 @@ func (j *Job) draining() bool {
 	}
 }
 
-// NewJob returns a job in state STOPPED.
+// NewJob returns a job in state STOPPED, submitted now. Its log records
+// go nowhere until a Server runs it (Job.Logger).
 func NewJob(id JobID, name string, p *pipepb.Pipeline, opts *structpb.Struct) *Job {
-	j := &Job{ID: id, Name: name, Pipeline: p, Options: opts, Metrics: metrics.NewStore(), drain: make(chan struct{})}
+	now := time.Now()
+	j := &Job{ID: id, Name: name, Pipeline: p, Options: opts, Metrics: metrics.NewStore(), drain: make(chan struct{}),
+		submitted: now, log: slog.New(slog.DiscardHandler)}
 	j.mu.state = jobpb.JobState_STOPPED
-	j.mu.stateAt = time.Now()
+	j.mu.stateAt = now
 	j.mu.changed = make(chan struct{})
 	return j
 }
@@ -138,6 +147,21 @@ func (j *Job) State() (jobpb.JobState_Enum, time.Time) {
 	return j.mu.state, j.mu.stateAt
 }
 
+// Submitted returns when the job was submitted: when Run (or a resume
+// after a restart) made it.
+func (j *Job) Submitted() time.Time { return j.submitted }
+
+// Ended returns when the job reached its terminal state, or the zero time
+// while it has not.
+func (j *Job) Ended() time.Time {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if !IsTerminal(j.mu.state) {
+		return time.Time{}
+	}
+	return j.mu.stateAt
+}
+
 // Err returns the error that failed the job, if any.
 func (j *Job) Err() error {
 	j.mu.Lock()
@@ -149,29 +173,37 @@ func (j *Job) Err() error {
 // ignored, so a cancel racing a failure reports whichever came first.
 func (j *Job) SetState(s jobpb.JobState_Enum) {
 	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.setStateLocked(s)
+	changed := j.setStateLocked(s)
+	j.mu.Unlock()
+	if changed {
+		j.logState(s, nil)
+	}
 }
 
-func (j *Job) setStateLocked(s jobpb.JobState_Enum) {
+// setStateLocked reports whether the state changed; the caller logs the
+// change once j.mu is released, so no log write happens under it.
+func (j *Job) setStateLocked(s jobpb.JobState_Enum) bool {
 	if IsTerminal(j.mu.state) || j.mu.state == s {
-		return
+		return false
 	}
 	j.mu.state = s
 	j.mu.stateAt = time.Now()
 	j.notifyLocked()
+	return true
 }
 
 // Fail records err and moves the job to FAILED.
 func (j *Job) Fail(err error) {
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	if IsTerminal(j.mu.state) {
+		j.mu.Unlock()
 		return
 	}
 	j.mu.err = err
 	j.appendLocked(jobpb.JobMessage_JOB_MESSAGE_ERROR, err.Error())
 	j.setStateLocked(jobpb.JobState_FAILED)
+	j.mu.Unlock()
+	j.logState(jobpb.JobState_FAILED, err)
 }
 
 // Logf adds a job message of the given importance.

@@ -48,6 +48,7 @@ func (s *Server) Prepare(ctx context.Context, req *jobpb.PrepareJobRequest) (*jo
 		return nil, status.Errorf(codes.Unavailable, "weir: Prepare job %q: %v", name, ErrServerClosed)
 	}
 	expired := s.pruneLocked(now)
+	s.pruneJobsLocked()
 	s.mu.nextID++
 	p := &preparation{
 		id:       fmt.Sprintf("%s-%d", idPrefix(name), s.mu.nextID),
@@ -190,13 +191,16 @@ func (s *Server) Run(ctx context.Context, req *jobpb.RunJobRequest) (*jobpb.RunJ
 func (s *Server) startJob(j *Job) error {
 	jobCtx, cancel := context.WithCancelCause(context.Background())
 	j.cancel = func() { cancel(errCancelRequested) }
-	j.SetState(jobpb.JobState_STARTING)
+	j.log = jobLogger(s.opts.Logger, j)
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()
 		cancel(ErrServerClosed)
 		return ErrServerClosed
 	}
+	// Only now, so a job the closing server refused is not logged as
+	// submitted.
+	j.SetState(jobpb.JobState_STARTING)
 	s.mu.jobs[j.ID] = j
 	s.mu.order = append(s.mu.order, j.ID)
 	s.running.Add(1)
@@ -210,7 +214,7 @@ func (s *Server) startJob(j *Job) error {
 func (s *Server) runJob(ctx context.Context, cancel context.CancelCauseFunc, j *Job) {
 	defer s.running.Done()
 	defer cancel(nil)
-	log := s.opts.Logger.With("job", j.ID)
+	log := j.Logger()
 
 	// Under mu, so a Cancel that already moved the job to CANCELLING is not
 	// overwritten by RUNNING.
@@ -219,7 +223,6 @@ func (s *Server) runJob(ctx context.Context, cancel context.CancelCauseFunc, j *
 		j.SetState(jobpb.JobState_RUNNING)
 	}
 	s.mu.Unlock()
-	log.Info("weir: job running", "name", j.Name)
 
 	err := safeExecute(ctx, s.exec, j)
 
@@ -241,8 +244,6 @@ func (s *Server) runJob(ctx context.Context, cancel context.CancelCauseFunc, j *
 	default:
 		j.Fail(fmt.Errorf("job %s: %w", j.ID, err))
 	}
-	st, _ := j.State()
-	log.Info("weir: job ended", "state", st, "err", j.Err())
 }
 
 // safeExecute runs the executor, turning a panic into the job's error so one

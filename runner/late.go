@@ -12,9 +12,7 @@ import (
 // openLateData makes the job's account of late data, with its dead letter
 // if the job asks for one, and adds its metrics to the job's.
 func openLateData(j *Job) (*executor.LateData, func(), error) {
-	late := &executor.LateData{Logf: func(format string, args ...any) {
-		j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, format, args...)
-	}}
+	late := &executor.LateData{Logf: lateWarn(j)}
 	opts, err := j.JobOptions()
 	if err != nil {
 		return nil, nil, err

@@ -37,6 +37,10 @@ type ServerOptions struct {
 	PreparationTTL time.Duration
 	// Logger receives the server's own log lines. Nil means slog.Default().
 	Logger *slog.Logger
+	// JobRetention is how long a job stays in the registry (GetJobs,
+	// GetState and every call that names it) once it has ended; then the
+	// server forgets it (retention.go). Zero keeps every job.
+	JobRetention time.Duration
 	// StateDir, if set, is where the server keeps the submission record of
 	// each running job it could resume (named, checkpointed, its workers
 	// not in its submitter); ResumeJobs starts them again after a
@@ -64,6 +68,8 @@ type Server struct {
 	exec Executor
 	opts ServerOptions
 	grpc *grpc.Server
+	// now, if set, is the clock of job retention (tests).
+	now func() time.Time
 
 	// running counts job goroutines. Add happens under mu while !closed, so
 	// Stop's Wait cannot miss a job that is about to start.
@@ -102,6 +108,7 @@ func NewServer(exec Executor, opts ServerOptions) *Server {
 	s.mu.jobs = map[JobID]*Job{}
 	jobpb.RegisterJobServiceServer(s.grpc, s)
 	s.grpc.RegisterService(&savepointsDesc, s)
+	s.grpc.RegisterService(&jobsDesc, s)
 	jobpb.RegisterArtifactStagingServiceServer(s.grpc, &artifactStaging{s: s})
 	return s
 }
@@ -251,17 +258,21 @@ func (s *Server) removeStaging(jobsEnded bool) {
 	}
 }
 
-// Job returns the job with the given ID, or nil.
+// Job returns the job with the given ID, or nil, also for a job that
+// ended longer ago than the retention.
 func (s *Server) Job(id JobID) *Job {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.pruneJobsLocked()
 	return s.mu.jobs[id]
 }
 
-// Jobs returns every job submitted to the server, oldest first.
+// Jobs returns every job submitted to the server, oldest first, but those
+// that ended longer ago than the retention.
 func (s *Server) Jobs() []*Job {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.pruneJobsLocked()
 	out := make([]*Job, 0, len(s.mu.order))
 	for _, id := range s.mu.order {
 		out = append(out, s.mu.jobs[id])

@@ -15,14 +15,15 @@ import (
 type workerSet struct {
 	fn   *fnapi.Server
 	envs map[string]*pipepb.Environment
+	j    *Job // hears of lost workers
 
 	mu      sync.Mutex
 	current map[string]*fnapi.Worker
 	stops   []func()
 }
 
-func newWorkerSet(fn *fnapi.Server, envs map[string]*pipepb.Environment) *workerSet {
-	return &workerSet{fn: fn, envs: envs, current: map[string]*fnapi.Worker{}}
+func newWorkerSet(fn *fnapi.Server, envs map[string]*pipepb.Environment, j *Job) *workerSet {
+	return &workerSet{fn: fn, envs: envs, j: j, current: map[string]*fnapi.Worker{}}
 }
 
 // Worker implements executor.Workers.
@@ -42,6 +43,14 @@ func (ws *workerSet) Replace(ctx context.Context, env string, lost *fnapi.Worker
 	if w, ok := ws.current[env]; ok && w != lost {
 		return w, nil // another subtask replaced it already
 	}
+	// Once per worker, here where it is replaced: each subtask that lost
+	// a bundle with it warns of its own retry (executor.SDKStage).
+	id := "?"
+	if lost != nil {
+		id = lost.ID
+	}
+	ws.j.Warn("weir: SDK worker lost", fmt.Sprintf("SDK worker %s of environment %s was lost; starting a new one", id, env),
+		"env", env, "worker", id)
 	return ws.startLocked(ctx, env)
 }
 

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
@@ -33,36 +32,6 @@ func (c *clientFlags) dial() (jobpb.JobServiceClient, *grpc.ClientConn, context.
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	return jobpb.NewJobServiceClient(conn), conn, ctx, cancel, nil
-}
-
-// listJobs prints every job of the service with its state.
-func listJobs(args []string, stdout io.Writer) error {
-	fs := newFlagSet("jobs", "")
-	var cf clientFlags
-	cf.register(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return usageErrorf("unexpected arguments %q", fs.Args())
-	}
-	client, conn, ctx, cancel, err := cf.dial()
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	defer cancel()
-
-	resp, err := client.GetJobs(ctx, &jobpb.GetJobsRequest{})
-	if err != nil {
-		return fmt.Errorf("listing jobs on %s: %w", cf.endpoint, err)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB\tNAME\tSTATE")
-	for _, j := range resp.GetJobInfo() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", j.GetJobId(), j.GetJobName(), j.GetState())
-	}
-	return tw.Flush()
 }
 
 // cancelJob asks the service to cancel one job and prints the state it
@@ -98,9 +67,18 @@ func stopJob(verb string, args []string, stdout io.Writer, call func(context.Con
 // onJob parses the flags and the one job id of a command about a job,
 // dials the job service and runs do.
 func onJob(verb string, args []string, do func(ctx context.Context, client jobpb.JobServiceClient, id, endpoint string) error) error {
+	return onJobWith(verb, args, nil, do)
+}
+
+// onJobWith is onJob for a command with flags of its own, which flags
+// registers (nil: none).
+func onJobWith(verb string, args []string, flags func(*flag.FlagSet), do func(ctx context.Context, client jobpb.JobServiceClient, id, endpoint string) error) error {
 	fs := newFlagSet(verb, "JOB")
 	var cf clientFlags
 	cf.register(fs)
+	if flags != nil {
+		flags(fs)
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -2,11 +2,14 @@
 // clients for it.
 //
 //	weir serve  [--host=localhost] [--job-port=8099] [--staging-dir=DIR] [--expansion-port=-1]
+//	            [--log-format=text|json] [--log-level=debug|info|warn|error] [--job-retention=1h]
 //	weir jobs   [--endpoint=localhost:8099]
 //	weir cancel [--endpoint=localhost:8099] JOB
 //	weir drain  [--endpoint=localhost:8099] JOB
 //	weir checkpoints [--endpoint=localhost:8099] JOB
 //	weir savepoint [--endpoint=localhost:8099] [--dir=DIR] [--stop] JOB
+//	weir metrics [--endpoint=localhost:8099] [--all] JOB
+//	weir messages [--endpoint=localhost:8099] [--follow] JOB
 //
 // This file only dispatches; each subcommand lives in its own file.
 package main
@@ -27,10 +30,12 @@ type subcommand struct {
 
 var subcommands = []subcommand{
 	{"serve", "run the job service until interrupted", serve},
-	{"jobs", "list the jobs of a job service and their states", listJobs},
+	{"jobs", "list the jobs of a job service: state, start, duration, error", listJobs},
 	{"cancel", "cancel a job", cancelJob},
 	{"drain", "drain a job: stop its sources, fire every window, end DRAINED", drainJob},
 	{"checkpoints", "show a job's checkpoint statistics", listCheckpoints},
+	{"metrics", "show a job's metrics, committed and attempted (--all: with the SDKs' system metrics)", listMetrics},
+	{"messages", "show a job's messages and state (--follow: until it ends)", showMessages},
 	{"savepoint", "take a savepoint of a running job (--stop: then stop it)", takeSavepoint},
 }
 

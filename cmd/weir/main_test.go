@@ -93,9 +93,16 @@ func TestUsageErrors(t *testing.T) {
 		{"checkpoints", "a", "b"},
 		{"savepoint"},
 		{"savepoint", "--stop", "a", "b"},
+		{"metrics"},
+		{"metrics", "--all", "a", "b"},
+		{"messages"},
+		{"messages", "--follow", "a", "b"},
 		{"jobs", "extra"},
 		{"jobs", "--no-such-flag"},
 		{"serve", "extra"},
+		{"serve", "--log-format=yaml"}, // refused before it listens
+		{"serve", "--log-level=loud"},
+		{"serve", "--job-retention=-1s"},
 	} {
 		if code := runMain(io.Discard, io.Discard, args...); code != 2 {
 			t.Errorf("weir %q: exit %d, want 2", args, code)

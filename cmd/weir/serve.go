@@ -37,6 +37,9 @@ func serve(args []string, stdout io.Writer) error {
 	stateDir := fs.String("state-dir", "", "folder for what outlives a job, such as checkpoints under jobs/<job name>/checkpoints, which a job submitted again under its name resumes from (default: weir in the temporary directory)")
 	resume := fs.Bool("resume-jobs", true, "with --state-dir: keep a record of each running job and start again those that were running when the last server on that folder stopped (named jobs with checkpoints whose workers weir starts); they resume from their checkpoints")
 	debugAddr := fs.String("debug-addr", "", "if set, serve Go's net/http/pprof profiles on this address (e.g. localhost:6060)")
+	var lf logFlags // logging.go
+	lf.register(fs)
+	retention := fs.Duration("job-retention", time.Hour, "how long an ended job stays listed and queryable (as Flink's jobstore.expiration-time); 0 keeps every job")
 	httpAddr := fs.String("http-addr", defaultHTTPAddr, "serve Prometheus /metrics and the web UI on this address (empty: none; the default is skipped with a warning when its port is taken)")
 	metricsOn := fs.Bool("metrics", true, "count what each subtask does (elements, bytes, busy/idle/backpressured time, watermarks) and sample it for /metrics, the UI and the CLI; false is for measuring what that costs")
 	otlp := fs.String("otlp-endpoint", "", "push metrics to this OTLP/gRPC collector (host:port, or http://host:port without TLS)")
@@ -47,8 +50,11 @@ func serve(args []string, stdout io.Writer) error {
 	if fs.NArg() != 0 {
 		return usageErrorf("unexpected arguments %q", fs.Args())
 	}
+	if *retention < 0 {
+		return usageErrorf("--job-retention %v: want zero (keep every job) or more", *retention)
+	}
 
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	log := lf.logger(os.Stderr)
 	if *debugAddr != "" {
 		dl, err := net.Listen("tcp", *debugAddr)
 		if err != nil {
@@ -71,7 +77,7 @@ func serve(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	opts := runner.ServerOptions{StagingRoot: *stagingDir, KeepArtifacts: *keep, Logger: log}
+	opts := runner.ServerOptions{StagingRoot: *stagingDir, KeepArtifacts: *keep, Logger: log, JobRetention: *retention}
 	if *resume && *stateDir != "" {
 		// Only a folder given on purpose: the default, in the temporary
 		// directory, is shared by every server on the machine, and two
