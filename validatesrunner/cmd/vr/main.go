@@ -38,6 +38,7 @@ var (
 	jobs         = flag.Int("jobs", 1, "test packages run at once (go test -p)")
 	testTimeout  = flag.Duration("test-timeout", 2*time.Minute, "kill a top-level test that runs longer than this and go on with the rest")
 	pkgTimeout   = flag.Duration("pkg-timeout", 60*time.Minute, "-test.timeout for each test process")
+	drainAfter   = flag.Duration("drain-after", vr.DefaultDrainAfter, "how long the job of a test that needs a drain (DrainTests in suite.go: TestDrain) runs before the harness drains it through JobService.Drain")
 	serverWait   = flag.Duration("server-wait", 60*time.Second, "how long to wait for the job server port")
 	outDir       = flag.String("out", "validatesrunner/out", "directory for full results, server logs, binaries (gitignored)")
 	resultsDir   = flag.String("results", "validatesrunner/results", "directory of the committed per-runner snapshots RESULTS.md is rendered from")
@@ -135,6 +136,7 @@ func run() int {
 		KeepBins:    *keepBins,
 		ServerWait:  *serverWait,
 		Log:         os.Stderr,
+		DrainAfter:  *drainAfter,
 	}
 	defer os.RemoveAll(o.TmpDir)
 
