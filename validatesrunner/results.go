@@ -59,6 +59,8 @@ type Run struct {
 	Args        []string        `json:"args,omitempty"`
 	Jobs        int             `json:"parallel_packages,omitempty"`
 	Packages    []PackageResult `json:"packages"`
+	// Reruns are the partial runs merged into this snapshot (Merge).
+	Reruns []Rerun `json:"reruns,omitempty"`
 }
 
 // Counts holds pass/fail/skip totals.
