@@ -40,6 +40,9 @@ type DrainRecord struct {
 
 // String says what happened in one sentence.
 func (r DrainRecord) String() string {
+	if r.Refused {
+		return fmt.Sprintf("job %s had run %.0fs when the harness called JobService.Drain, which the server refused: %s", r.Job, r.After, r.Answer)
+	}
 	s := fmt.Sprintf("job %s drained through JobService.Drain after it had run %.0fs; Drain answered %s", r.Job, r.After, r.Answer)
 	switch {
 	case r.Final == "":

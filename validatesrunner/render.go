@@ -213,17 +213,27 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// rerunTests lists a re-run's tests, "package Test" each, for RESULTS.md.
+// rerunTests lists a re-run's tests ("package Test" each) for RESULTS.md:
+// by name where a package had a few re-run, else how many.
 func rerunTests(tests []string) string {
-	var out []string
+	var pkgs []string
+	names := map[string][]string{}
 	for _, t := range tests {
 		pkg, name, _ := strings.Cut(t, " ")
-		out = append(out, fmt.Sprintf("`%s` %s", pkg, name))
+		if names[pkg] == nil {
+			pkgs = append(pkgs, pkg)
+		}
+		names[pkg] = append(names[pkg], name)
 	}
-	if len(out) > 6 {
-		out = append(out[:6], fmt.Sprintf("and %d more", len(out)-6))
+	var out []string
+	for _, pkg := range pkgs {
+		if n := names[pkg]; len(n) > 3 {
+			out = append(out, fmt.Sprintf("the %d tests of `%s` it ran", len(n), pkg))
+		} else {
+			out = append(out, fmt.Sprintf("`%s` %s", pkg, strings.Join(n, ", ")))
+		}
 	}
-	return strings.Join(out, ", ")
+	return strings.Join(out, "; ")
 }
 
 func dur(sec float64) string {
