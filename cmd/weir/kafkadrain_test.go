@@ -20,6 +20,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/grpc"
@@ -208,15 +209,138 @@ func recordsRead(ctx context.Context, c jobpb.JobServiceClient, job string) (int
 	return n, nil
 }
 
+// kafkaJob is a streaming Kafka job (runDrainJob) on a job service
+// made as weir serve makes it, submitted through Beam's universal runner
+// with LOOPBACK workers.
+type kafkaJob struct {
+	t        *testing.T
+	ctx      context.Context
+	endpoint string
+	client   jobpb.JobServiceClient
+	id       string
+	done     chan error
+	started  time.Time
+}
+
+// runDrainJob runs a job that reads read, sums and counts each key's
+// values in one-minute event-time windows and writes every window to
+// topic sums with the exactly-once sink, checkpointing every 200 ms. It
+// returns once the job is RUNNING.
+func runDrainJob(t *testing.T, c *kfake.Cluster, read kafkaio.ReadConfig) *kafkaJob {
+	t.Helper()
+	srv := runner.NewServer(&runner.LocalExecutor{StateDir: t.TempDir()},
+		runner.ServerOptions{StagingRoot: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop(context.Background()) })
+	j := &kafkaJob{t: t, endpoint: srv.Endpoint(), done: make(chan error, 1)}
+	name := fmt.Sprintf("kafka-drain-%d", time.Now().UnixNano())
+	t.Cleanup(func(e, n, env string) func() {
+		return func() { *jobopts.Endpoint, *jobopts.JobName, *jobopts.EnvironmentType = e, n, env }
+	}(*jobopts.Endpoint, *jobopts.JobName, *jobopts.EnvironmentType))
+	*jobopts.Endpoint, *jobopts.JobName, *jobopts.EnvironmentType = j.endpoint, name, "LOOPBACK"
+	beam.PipelineOptions.Set(runner.CheckpointIntervalOption, "200ms")
+	t.Cleanup(func() { beam.PipelineOptions.Set(runner.CheckpointIntervalOption, "") })
+
+	beam.Init()
+	p, s := beam.NewPipelineWithRoot()
+	read.BootstrapServers = c.ListenAddrs()
+	kvs := beam.WindowInto(s, window.NewFixedWindows(time.Minute), beam.ParDo(s, drainKV, kafkaio.Read(s, read)))
+	sums := stats.SumPerKey(s, kvs)
+	counts := stats.SumPerKey(s, beam.ParDo(s, drainOne, kvs))
+	kafkaio.Write(s, kafkaio.WriteConfig{BootstrapServers: c.ListenAddrs(), Topic: "sums", Semantic: kafkaio.ExactlyOnce},
+		beam.ParDo(s, drainFormat, beam.CoGroupByKey(s, sums, counts)))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	j.ctx = ctx
+	j.started = time.Now()
+	go func() { _, err := runner.Execute(ctx, p); j.done <- err }()
+	conn, err := grpc.NewClient(j.endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	j.client = jobpb.NewJobServiceClient(conn)
+	j.wait("it ran", func() bool {
+		resp, err := j.client.GetJobs(ctx, &jobpb.GetJobsRequest{})
+		for _, info := range resp.GetJobInfo() {
+			if err == nil && info.GetJobName() == name && info.GetState() == jobpb.JobState_RUNNING {
+				j.id = info.GetJobId()
+			}
+		}
+		return j.id != ""
+	})
+	return j
+}
+
+// wait polls until cond holds, failing the test if the job ends first.
+func (j *kafkaJob) wait(what string, cond func() bool) {
+	j.t.Helper()
+	for !cond() {
+		select {
+		case err := <-j.done:
+			j.t.Fatalf("the job ended (%v) before %s", err, what)
+		case <-j.ctx.Done():
+			j.t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// drain drains the job with `weir drain JOB` and checks that it ends
+// DRAINED.
+func (j *kafkaJob) drain() {
+	t := j.t
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if code := runMain(&out, &errOut, "drain", "--endpoint="+j.endpoint, j.id); code != 0 {
+		t.Fatalf("weir drain %s: exit %d: %s", j.id, code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "DRAINING") {
+		t.Errorf("weir drain printed %q, want the job DRAINING", out.String())
+	}
+	select {
+	case err := <-j.done:
+		if err != nil {
+			t.Fatalf("drained job: %v", err)
+		}
+	case <-j.ctx.Done():
+		t.Fatal("the drained job did not end")
+	}
+	t.Logf("the job ended %v after it started", time.Since(j.started).Round(time.Millisecond))
+	st, err := j.client.GetState(context.Background(), &jobpb.GetJobStateRequest{JobId: j.id})
+	if err != nil || st.GetState() != jobpb.JobState_DRAINED {
+		t.Fatalf("job state %v (%v), want DRAINED", st.GetState(), err)
+	}
+}
+
+// checkWindows checks that got holds every key-window of want once, with
+// its aggregate, and nothing else.
+func checkWindows(t *testing.T, base time.Time, got map[drainWindow][]drainAgg, want map[drainWindow]drainAgg) {
+	t.Helper()
+	for _, w := range slices.SortedFunc(maps.Keys(want), func(a, b drainWindow) int {
+		return cmp.Or(cmp.Compare(a.start, b.start), strings.Compare(a.key, b.key))
+	}) {
+		if g := got[w]; len(g) != 1 || g[0] != want[w] {
+			t.Errorf("window %s at +%v: read_committed sees %v, want %v once", w.key, time.UnixMilli(w.start).Sub(base), g, want[w])
+		}
+	}
+	for w, g := range got {
+		if _, ok := want[w]; !ok {
+			t.Errorf("unexpected output %s at +%v: %v", w.key, time.UnixMilli(w.start).Sub(base), g)
+		}
+	}
+}
+
 // TestKafkaDrainExactlyOnce drains a streaming Kafka job with `weir drain`
-// and checks its exactly-once output. The job reads a 4-partition topic,
-// sums and counts each key's values in one-minute event-time windows and
-// writes every window with the exactly-once sink, checkpointing every
-// 200 ms. Windows are committed while it runs; records produced while it
-// runs are read; then `weir drain JOB` drains it. It must end DRAINED, and
-// a read_committed consumer of the output must see every window of the
-// input exactly once with its exact sum and count, the windows still open
-// at the drain included, and nothing else.
+// and checks its exactly-once output. The job (runDrainJob) reads a
+// 4-partition topic. Windows are committed while it runs; records
+// produced while it runs are read; then `weir drain JOB` drains it. It
+// must end DRAINED, and a read_committed consumer of the output must see
+// every window of the input exactly once with its exact sum and count,
+// the windows still open at the drain included, and nothing else.
 func TestKafkaDrainExactlyOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a streaming job on kfake")
@@ -229,66 +353,8 @@ func TestKafkaDrainExactlyOnce(t *testing.T) {
 	base := time.UnixMilli(1_700_000_040_000) // on a minute
 	first, second := drainEvents(base, 1), drainEvents(base, 2)
 	produceEvents(t, c, "events", first)
+	j := runDrainJob(t, c, kafkaio.ReadConfig{Topics: []string{"events"}})
 
-	// The job service, as weir serve makes it.
-	srv := runner.NewServer(&runner.LocalExecutor{StateDir: t.TempDir()},
-		runner.ServerOptions{StagingRoot: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
-	if err := srv.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop(context.Background())
-	endpoint := srv.Endpoint()
-	name := fmt.Sprintf("kafka-drain-%d", time.Now().UnixNano())
-	defer func(e, n, env string) { *jobopts.Endpoint, *jobopts.JobName, *jobopts.EnvironmentType = e, n, env }(
-		*jobopts.Endpoint, *jobopts.JobName, *jobopts.EnvironmentType)
-	*jobopts.Endpoint, *jobopts.JobName, *jobopts.EnvironmentType = endpoint, name, "LOOPBACK"
-	beam.PipelineOptions.Set(runner.CheckpointIntervalOption, "200ms")
-	defer beam.PipelineOptions.Set(runner.CheckpointIntervalOption, "")
-
-	beam.Init()
-	p, s := beam.NewPipelineWithRoot()
-	in := kafkaio.Read(s, kafkaio.ReadConfig{BootstrapServers: c.ListenAddrs(), Topics: []string{"events"}})
-	kvs := beam.WindowInto(s, window.NewFixedWindows(time.Minute), beam.ParDo(s, drainKV, in))
-	sums := stats.SumPerKey(s, kvs)
-	counts := stats.SumPerKey(s, beam.ParDo(s, drainOne, kvs))
-	kafkaio.Write(s, kafkaio.WriteConfig{BootstrapServers: c.ListenAddrs(), Topic: "sums", Semantic: kafkaio.ExactlyOnce},
-		beam.ParDo(s, drainFormat, beam.CoGroupByKey(s, sums, counts)))
-
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	done := make(chan error, 1)
-	started := time.Now()
-	go func() { _, err := runner.Execute(ctx, p); done <- err }()
-
-	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	client := jobpb.NewJobServiceClient(conn)
-	var job string
-	// wait polls until cond holds, failing the test if the job ends first.
-	wait := func(what string, cond func() bool) {
-		t.Helper()
-		for !cond() {
-			select {
-			case err := <-done:
-				t.Fatalf("the job ended (%v) before %s", err, what)
-			case <-ctx.Done():
-				t.Fatalf("timed out waiting for %s", what)
-			case <-time.After(250 * time.Millisecond):
-			}
-		}
-	}
-	wait("it ran", func() bool {
-		resp, err := client.GetJobs(ctx, &jobpb.GetJobsRequest{})
-		for _, j := range resp.GetJobInfo() {
-			if err == nil && j.GetJobName() == name && j.GetState() == jobpb.JobState_RUNNING {
-				job = j.GetJobId()
-			}
-		}
-		return job != ""
-	})
 	want := wantWindows(append(slices.Clone(first), second...))
 	// closed returns whether every key's window before end (of both
 	// phases' input) is committed.
@@ -303,12 +369,12 @@ func TestKafkaDrainExactlyOnce(t *testing.T) {
 			return true
 		}
 	}
-	wait("windows 0 and 1 were committed", closed(2))
+	j.wait("windows 0 and 1 were committed", closed(2))
 	produceEvents(t, c, "events", second)
-	wait("windows 2 and 3 were committed", closed(4))
+	j.wait("windows 2 and 3 were committed", closed(4))
 	total := int64(len(first) + len(second))
-	wait("the source read every record", func() bool {
-		n, err := recordsRead(ctx, client, job)
+	j.wait("the source read every record", func() bool {
+		n, err := recordsRead(j.ctx, j.client, j.id)
 		return err == nil && n == total
 	})
 
@@ -327,46 +393,133 @@ func TestKafkaDrainExactlyOnce(t *testing.T) {
 			t.Errorf("window %s at +%v committed %d times before the drain, want once", w.key, time.UnixMilli(w.start).Sub(base), n)
 		}
 	}
-	if open != 12 {
-		t.Errorf("%d key-windows open at the drain, want 12", open)
+	if open != 12 || len(want) != 24 {
+		t.Fatalf("%d of %d key-windows open at the drain, want 12 of 24 (3 keys in 8 windows)", open, len(want))
 	}
-	t.Logf("draining job %s after %v: %d records read, %d of %d key-windows committed", job, time.Since(started).Round(time.Millisecond), total, len(before), len(want))
+	t.Logf("draining job %s after %v: %d records read, %d of %d key-windows committed", j.id, time.Since(j.started).Round(time.Millisecond), total, len(before), len(want))
+	j.drain()
+	checkWindows(t, base, committedWindows(t, c, "sums", 2), want)
+}
 
-	var out, errOut bytes.Buffer
-	if code := runMain(&out, &errOut, "drain", "--endpoint="+endpoint, job); code != 0 {
-		t.Fatalf("weir drain %s: exit %d: %s", job, code, errOut.String())
-	}
-	if !strings.Contains(out.String(), "DRAINING") {
-		t.Errorf("weir drain printed %q, want the job DRAINING", out.String())
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("drained job: %v", err)
-		}
-	case <-ctx.Done():
-		t.Fatal("the drained job did not end")
-	}
-	t.Logf("the job ended %v after it started", time.Since(started).Round(time.Millisecond))
-	st, err := client.GetState(context.Background(), &jobpb.GetJobStateRequest{JobId: job})
-	if err != nil || st.GetState() != jobpb.JobState_DRAINED {
-		t.Fatalf("job state %v (%v), want DRAINED", st.GetState(), err)
-	}
+// producedEvent is a drainEvent with the offset Kafka gave it.
+type producedEvent struct {
+	drainEvent
+	offset int64
+}
 
-	got := committedWindows(t, c, "sums", 2)
-	for _, w := range slices.SortedFunc(maps.Keys(want), func(a, b drainWindow) int {
-		return cmp.Or(cmp.Compare(a.start, b.start), strings.Compare(a.key, b.key))
-	}) {
-		if g := got[w]; len(g) != 1 || g[0] != want[w] {
-			t.Errorf("window %s at +%v: read_committed sees %v, want %v once", w.key, time.UnixMilli(w.start).Sub(base), g, want[w])
+// produceUntil produces records to 4 partitions of topic, one at a time,
+// until stop closes: each 1.5 s of event time after the last, round
+// robin over the partitions, keys k0 to k2. It returns the records with
+// their offsets.
+func produceUntil(t *testing.T, c *kfake.Cluster, topic string, base time.Time, stop <-chan struct{}) <-chan []producedEvent {
+	out := make(chan []producedEvent, 1)
+	p, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer p.Close()
+		var evs []producedEvent
+		defer func() { out <- evs }()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			e := drainEvent{part: int32(i % 4), key: fmt.Sprint("k", i%3), value: i + 1, ts: base.Add(time.Duration(i) * 1500 * time.Millisecond)}
+			r, err := p.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Partition: e.part, Key: []byte(e.key),
+				Value: []byte(strconv.Itoa(e.value)), Timestamp: e.ts}).First()
+			if err != nil {
+				t.Errorf("producing: %v", err)
+				return
+			}
+			evs = append(evs, producedEvent{e, r.Offset})
+		}
+	}()
+	return out
+}
+
+// groupNext returns the next offsets group committed for topic, by
+// partition.
+func groupNext(t *testing.T, c *kfake.Cluster, group, topic string) map[int32]int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	resps, err := kadm.NewClient(cl).FetchOffsets(context.Background(), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := map[int32]int64{}
+	for _, parts := range resps {
+		for p, r := range parts {
+			if r.Topic == topic && r.Err == nil {
+				next[p] = r.At
+			}
 		}
 	}
-	for w, g := range got {
-		if _, ok := want[w]; !ok {
-			t.Errorf("unexpected output %s at %d: %v", w.key, w.start, g)
+	return next
+}
+
+// TestKafkaDrainMidStream drains the job of TestKafkaDrainExactlyOnce
+// while records still arrive. The read commits its offsets to a group
+// when it ends (commit_offsets_in_finalize), which says exactly what it
+// read: read_committed must see every key-window of those records once,
+// with its exact sum and count, the windows open at the drain included,
+// and nothing of the records after them.
+func TestKafkaDrainMidStream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a streaming job on kfake")
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "events"), kfake.SeedTopics(2, "sums"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	base := time.UnixMilli(1_700_000_040_000)
+	stop := make(chan struct{})
+	produced := produceUntil(t, c, "events", base, stop)
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+			<-produced
+		}
+	}()
+	j := runDrainJob(t, c, kafkaio.ReadConfig{Topics: []string{"events"}, CommitOffsetsInFinalize: true,
+		ConsumerConfig: map[string]string{"group.id": "drain-g"}})
+	var before map[drainWindow][]drainAgg
+	j.wait("three windows were committed", func() bool {
+		before = committedWindows(t, c, "sums", 2)
+		starts := map[int64]bool{}
+		for w := range before {
+			starts[w.start] = true
+		}
+		return len(starts) >= 3
+	})
+	t.Logf("draining job %s after %v, %d key-windows committed", j.id, time.Since(j.started).Round(time.Millisecond), len(before))
+	j.drain()
+	close(stop)
+	evs := <-produced
+
+	next := groupNext(t, c, "drain-g", "events")
+	var read []drainEvent
+	for _, e := range evs {
+		if e.offset < next[e.part] {
+			read = append(read, e.drainEvent)
 		}
 	}
-	if len(want) != 24 {
-		t.Fatalf("the input has %d key-windows, want 3 keys in 8 windows", len(want))
+	if len(next) != 4 || len(read) == len(evs) {
+		t.Fatalf("group offsets %v for %d records produced: want all 4 partitions, and records produced after the drain", next, len(evs))
 	}
+	want := wantWindows(read)
+	if len(want) <= len(before) {
+		t.Errorf("%d key-windows in what was read, %d committed before the drain: the drain fired no window", len(want), len(before))
+	}
+	t.Logf("%d of %d records read, %d key-windows", len(read), len(evs), len(want))
+	checkWindows(t, base, committedWindows(t, c, "sums", 2), want)
 }
