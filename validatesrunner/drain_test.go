@@ -126,6 +126,11 @@ func TestRunPackageDrains(t *testing.T) {
 		len(r.Drains) != 1 || !r.Drains[0].Refused || r.Seconds > 20 {
 		t.Errorf("TestRefused: %s in %.1fs, reason %q, drains %+v; want a failure naming the refusal, well before the watchdog", r.Status, r.Seconds, r.Reason, r.Drains)
 	}
+	// The package's note of the refusal goes whole when TestRefused is
+	// re-run and merged.
+	if !strings.Contains(pr.Error, "TestRefused") || mergeNotes(pr.Error, "", []string{"TestRefused"}) != "" {
+		t.Errorf("package notes %q: want a note naming TestRefused, all of which a re-run of it replaces", pr.Error)
+	}
 	if got["TestAfter"].Status != Pass {
 		t.Errorf("TestAfter: %+v, want a pass in a new process", got["TestAfter"])
 	}

@@ -473,7 +473,9 @@ loop:
 					col.SetDrains(n, recs)
 					mu.Unlock()
 				} else if ans := drains.refusal(n); killed == "" && ans != "" {
-					killed, why = n, fmt.Sprintf("the job server refused JobService.Drain (%s), so the job cannot end; the test process was stopped", ans)
+					// No "; ": it separates a package's notes (mergeNotes).
+					ans = strings.ReplaceAll(ans, "; ", ", ")
+					killed, why = n, fmt.Sprintf("the job server refused JobService.Drain (%s), so the job cannot end and the test process was stopped", ans)
 				}
 			}
 			if killed != "" {
