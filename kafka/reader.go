@@ -245,8 +245,20 @@ func UnknownConsumerKeys(cfg *kafkaio.ReadConfig) []string {
 	return unknownKeys(cfg.ConsumerConfig, consumerKeys)
 }
 
-// Done reports whether a bounded read has ended.
+// Done reports whether a bounded read has ended, or Stop ended the read.
 func (r *Reader) Done() bool { return r.done }
+
+// Stop ends the read where it is, as a bounded read ends at its bound:
+// every partition ends, so the watermark goes to +inf, the reader leaves
+// its alignment group, and Poll returns nothing more. Records held back by
+// alignment are not delivered; the position, which counts delivered
+// records only, leaves them unread. A drained job's source stops so.
+func (r *Reader) Stop() error {
+	if r.done {
+		return nil
+	}
+	return r.finish()
+}
 
 // Poll waits up to PollWait for records and returns them, in offset order
 // per partition. It also moves idleness and alignment on, and ends a

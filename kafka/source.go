@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -27,6 +28,12 @@ type Source struct {
 	Metrics *Metrics
 	// Transform is the transform's ID, which labels its metrics.
 	Transform string
+	// Drain, if set, is closed when the job is drained. The read then
+	// ends where it is, as a bounded read that reached its end does:
+	// what it has read is emitted, its watermark goes to +inf so every
+	// window downstream fires, and with CommitOffsetsInFinalize the
+	// offsets it read are committed once the graph has ended.
+	Drain <-chan struct{}
 
 	// commits commits offsets with CommitOffsetsInFinalize (commit.go).
 	commits *committer
@@ -39,7 +46,8 @@ var (
 
 // Run implements executor.Source: it opens the reader (retrying until the
 // brokers and topics are there), then emits each poll's records and every
-// advance of the watermark, until a bounded read ends or ctx is cancelled.
+// advance of the watermark, until a bounded read ends, the job is drained
+// or ctx is cancelled.
 func (s *Source) Run(ctx context.Context, out *executor.Output, inj *executor.Injector) error {
 	opts := s.Options
 	var restored []byte
@@ -69,8 +77,22 @@ func (s *Source) Run(ctx context.Context, out *executor.Output, inj *executor.In
 	if _, err := inj.Poll(); err != nil {
 		return err
 	}
-	r, err := Open(ctx, s.Config, opts)
+	// A drain while the reader waits for the brokers ends the read with
+	// nothing read.
+	octx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	go func() {
+		select {
+		case <-s.Drain:
+			stop(errDrained)
+		case <-octx.Done():
+		}
+	}()
+	r, err := Open(octx, s.Config, opts)
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(context.Cause(octx), errDrained) {
+			return s.end(ctx, out, inj, nil)
+		}
 		return err
 	}
 	defer r.Close()
@@ -80,6 +102,12 @@ func (s *Source) Run(ctx context.Context, out *executor.Output, inj *executor.In
 	for !r.Done() {
 		if _, err := inj.Poll(); err != nil {
 			return err
+		}
+		if s.drained() {
+			if err := r.Stop(); err != nil {
+				return err
+			}
+			break
 		}
 		recs, err := r.Poll(ctx)
 		if err != nil {
@@ -100,13 +128,32 @@ func (s *Source) Run(ctx context.Context, out *executor.Output, inj *executor.In
 			}
 		}
 	}
+	return s.end(ctx, out, inj, r)
+}
+
+// errDrained is the cause of a read's context when the job is drained.
+var errDrained = errors.New("kafka: job drained")
+
+// drained reports whether the job is being drained.
+func (s *Source) drained() bool {
+	select {
+	case <-s.Drain:
+		return true
+	default:
+		return false
+	}
+}
+
+// end ends the read: the watermark goes to +inf, and the offsets r read
+// (none if r is nil) are the ones to commit when the graph ends.
+func (s *Source) end(ctx context.Context, out *executor.Output, inj *executor.Injector, r *Reader) error {
 	if _, err := inj.Poll(); err != nil {
 		return err
 	}
 	if err := out.Watermark(ctx, mtime.MaxTimestamp); err != nil {
 		return err
 	}
-	if s.commits != nil {
+	if s.commits != nil && r != nil {
 		pos := r.Position()
 		s.commits.final = &pos
 	}

@@ -52,6 +52,7 @@ func (k *kafkaJob) node(n *executor.Node, s *translate.Stage, plan *translate.Pl
 		// it has still to commit.
 		n.NewSource = func(int, *executor.Output) (executor.Source, error) {
 			return &kafka.Source{Config: s.KafkaRead, Transform: s.Transforms[0], Metrics: k.metrics,
+				Drain:   k.j.DrainRequested(),
 				Options: kafka.ReaderOptions{Name: s.Name, Groups: k.groups, OnError: onError}}, nil
 		}
 	case translate.KindKafkaWrite:

@@ -190,6 +190,11 @@ type Options struct {
 	Server      *Server // restarted between test processes if it died; may be nil
 	ServerWait  time.Duration
 	Log         io.Writer // progress lines
+	// DrainAfter is how long the job of a test in DrainTests runs before
+	// the harness drains it (0: DefaultDrainAfter).
+	DrainAfter time.Duration
+	// DrainTests, if set, replaces the package's DrainTests (for tests).
+	DrainTests []DrainTest
 }
 
 func (o *Options) logf(format string, a ...any) {
@@ -281,14 +286,18 @@ func RunPackage(ctx context.Context, o *Options, sel Selection) (pr PackageResul
 			}
 		}
 		before := len(col.Done())
-		killed, exitErr := runOnce(ctx, o, sel.Package, imp, bin, dir, remaining, col)
+		killed, why, exitErr := runOnce(ctx, o, sel.Package, imp, bin, dir, remaining, col)
 		now := time.Now()
 		for _, n := range col.Running() {
 			el := now.Sub(col.RunningSince(n)).Seconds()
-			if killed == n {
+			switch {
+			case killed == n && why != "":
+				col.MarkFailed(n, "vr: "+why, el)
+				pkgErrs = append(pkgErrs, fmt.Sprintf("%s: %s", n, why))
+			case killed == n:
 				col.MarkFailed(n, fmt.Sprintf("vr: killed by the watchdog after %v (per-test timeout)", o.TestTimeout), el)
 				pkgErrs = append(pkgErrs, fmt.Sprintf("%s hung and was killed after %v", n, o.TestTimeout))
-			} else {
+			default:
 				col.MarkFailed(n, fmt.Sprintf("vr: test process ended (%v) before the test finished", exitErr), el)
 				pkgErrs = append(pkgErrs, fmt.Sprintf("test process ended (%v) during %s", exitErr, n))
 			}
@@ -337,7 +346,9 @@ func uniq(s []string) []string {
 }
 
 // runOnce runs the given tests in one test process, feeding events into
-// col. It returns the test the watchdog killed the process for, if any.
+// col. It returns the test the process was killed for, if any, and why
+// when it was not the watchdog: the job server refused to drain the job
+// of a test in DrainTests, which then cannot end.
 //
 // The test binary's combined stdout and stderr (as `go test` combines them)
 // is read here directly and passed on to `go tool test2json` for parsing.
@@ -345,7 +356,7 @@ func uniq(s []string) []string {
 // when the counting proxy accepts a connection, everything the binary wrote
 // before it dialled (including the "=== RUN" line of the test that dials)
 // is already in the pipe, and is consumed before the connection is counted.
-func runOnce(ctx context.Context, o *Options, pkg, imp, bin, dir string, tests []string, col *Collector) (killed string, exitErr error) {
+func runOnce(ctx context.Context, o *Options, pkg, imp, bin, dir string, tests []string, col *Collector) (killed, why string, exitErr error) {
 	quoted := make([]string, len(tests))
 	for i, t := range tests {
 		quoted[i] = regexp.QuoteMeta(t)
@@ -356,15 +367,15 @@ func runOnce(ctx context.Context, o *Options, pkg, imp, bin, dir string, tests [
 	conv := exec.Command(o.Go, "tool", "test2json", "-p", imp)
 	convIn, err := conv.StdinPipe()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	convOut, err := conv.StdoutPipe()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	conv.Stderr = os.Stderr
 	if err := conv.Start(); err != nil {
-		return "", err
+		return "", "", err
 	}
 	convDone := make(chan struct{})
 	go func() {
@@ -394,9 +405,10 @@ func runOnce(ctx context.Context, o *Options, pkg, imp, bin, dir string, tests [
 	if err != nil {
 		convIn.Close()
 		conv.Wait()
-		return "", err
+		return "", "", err
 	}
-	raw := &rawReader{f: pr, out: convIn, conns: map[string]int{}}
+	drains := newDrainSet(o, pkg)
+	raw := &rawReader{f: pr, out: convIn, conns: map[string]int{}, onConn: drains.onConn}
 
 	proxy, err := startProxy(o.Endpoint, raw.countConn)
 	if err != nil {
@@ -404,7 +416,7 @@ func runOnce(ctx context.Context, o *Options, pkg, imp, bin, dir string, tests [
 		pw.Close()
 		convIn.Close()
 		conv.Wait()
-		return "", err
+		return "", "", err
 	}
 	defer proxy.Close()
 
@@ -424,7 +436,7 @@ func runOnce(ctx context.Context, o *Options, pkg, imp, bin, dir string, tests [
 		pw.Close()
 		convIn.Close()
 		conv.Wait()
-		return "", err
+		return "", "", err
 	}
 	pw.Close()
 	pgid := cmd.Process.Pid
@@ -452,9 +464,26 @@ loop:
 					killed = n
 				}
 			}
+			done := col.Done()
 			mu.Unlock()
+			for _, n := range drains.tests() {
+				if done[n] {
+					recs := drains.stop(n)
+					mu.Lock()
+					col.SetDrains(n, recs)
+					mu.Unlock()
+				} else if ans := drains.refusal(n); killed == "" && ans != "" {
+					// No "; ": it separates a package's notes (mergeNotes).
+					ans = strings.ReplaceAll(ans, "; ", ", ")
+					killed, why = n, fmt.Sprintf("the job server refused JobService.Drain (%s), so the job cannot end and the test process was stopped", ans)
+				}
+			}
 			if killed != "" {
-				o.logf("vr: %s: %s exceeded %v, killing the test process", pkg, killed, o.TestTimeout)
+				if why != "" {
+					o.logf("vr: %s: %s: %s", pkg, killed, why)
+				} else {
+					o.logf("vr: %s: %s exceeded %v, killing the test process", pkg, killed, o.TestTimeout)
+				}
 				syscall.Kill(-pgid, syscall.SIGKILL)
 				break loop
 			}
@@ -473,6 +502,13 @@ loop:
 	pr.Close()
 	<-convDone
 	conv.Wait()
+	proxy.Close() // no test connects any more; onConn starts no drainer
+	for _, n := range drains.tests() {
+		recs := drains.stop(n)
+		mu.Lock()
+		col.SetDrains(n, recs)
+		mu.Unlock()
+	}
 	mu.Lock()
 	for t, n := range raw.connCounts() {
 		for i := 0; i < n; i++ {
@@ -480,7 +516,7 @@ loop:
 		}
 	}
 	mu.Unlock()
-	return killed, exitErr
+	return killed, why, exitErr
 }
 
 // rawRunLine matches the framing line `go test` prints when a test starts;
@@ -502,6 +538,9 @@ type rawReader struct {
 	// noDeadline: the pipe does not support deadlines, so reads block and
 	// countConn must not read.
 	noDeadline bool
+	// onConn, if set, is called with the running test for each connection
+	// before it goes through.
+	onConn func(test string)
 }
 
 // readSome reads what f has within wait. It returns the bytes read and
@@ -567,6 +606,9 @@ func (r *rawReader) countConn() {
 	}
 	if r.current != "" {
 		r.conns[r.current]++
+	}
+	if r.onConn != nil {
+		r.onConn(r.current)
 	}
 }
 

@@ -28,7 +28,9 @@ func Render(cols []Column) []byte {
 	p("made no connection to the job server in any run (a plain unit test, or a test\n")
 	p("that stopped before running its pipeline): its result does not depend on the\n")
 	p("runner. A ⚠ marks a package whose test process hung, crashed or was restarted;\n")
-	p("the note below the table says which test.\n\n")
+	p("the note below the table says which test. A test marked *drained* passed because\n")
+	p("the harness drained its job through the job server's JobService.Drain, as an\n")
+	p("operator would (see *Drained by the harness*).\n\n")
 
 	// Runs.
 	p("| runner | run at (UTC) | suite | wall time | pass | fail | skip | total |\n")
@@ -39,8 +41,21 @@ func Render(cols []Column) []byte {
 			continue
 		}
 		t := c.Run.Totals()
-		p("| %s | %s | %s | %s | %d | %d | %d | %d |\n", c.Name, c.Run.Started, c.Run.Suite,
+		suite := c.Run.Suite
+		if n := len(c.Run.Reruns); n > 0 {
+			suite += fmt.Sprintf(" + %d partial %s", n, plural(n, "re-run", "re-runs"))
+		}
+		p("| %s | %s | %s | %s | %d | %d | %d | %d |\n", c.Name, c.Run.Started, suite,
 			dur(c.Run.WallSeconds), t.Pass, t.Fail, t.Skip, t.Total())
+	}
+	for _, c := range cols {
+		if c.Run == nil {
+			continue
+		}
+		for _, r := range c.Run.Reruns {
+			p("\n%s: re-run %s UTC with `%s` (%s), replacing the full run's rows of %s; the other rows, the start time and the wall time above are the full run's.\n",
+				c.Name, r.Started, r.Flags, dur(r.WallSeconds), rerunTests(r.Tests))
+		}
 	}
 
 	pkgs := packageOrder(cols)
@@ -129,6 +144,8 @@ func Render(cols []Column) []byte {
 				st := t.Status
 				if st == Fail {
 					st = "**FAIL**"
+				} else if st == Pass && len(t.Drains) > 0 {
+					st = "pass, drained"
 				}
 				p(" %s | %.2f |", st, t.Seconds)
 			}
@@ -138,6 +155,27 @@ func Render(cols []Column) []byte {
 				p(" local |\n")
 			}
 		}
+	}
+
+	// Drains.
+	var drains []string
+	for _, c := range cols {
+		for _, pkg := range pkgs {
+			for _, name := range testOrder(cols, pkg) {
+				if t := c.Run.Test(pkg, name); t != nil {
+					for _, d := range t.Drains {
+						drains = append(drains, fmt.Sprintf("- %s `%s` %s (%s): %s.", c.Name, pkg, name, t.Status, mdEscape(d.String())))
+					}
+				}
+			}
+		}
+	}
+	if len(drains) > 0 {
+		p("\n## Drained by the harness\n\n")
+		p("These tests run a pipeline that never ends by itself; Beam's own filters skip them on every\n")
+		p("runner, Dataflow's included. The harness drains their jobs through JobService.Drain once\n")
+		p("they have been RUNNING for a few seconds (`DrainTests` in `suite.go`, README.md).\n\n")
+		p("%s\n", strings.Join(drains, "\n"))
 	}
 
 	// Failure and skip reasons.
@@ -166,6 +204,36 @@ func Render(cols []Column) []byte {
 		p("%s\n", strings.Join(lines, "\n"))
 	}
 	return b.Bytes()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// rerunTests lists a re-run's tests ("package Test" each) for RESULTS.md:
+// by name where a package had a few re-run, else how many.
+func rerunTests(tests []string) string {
+	var pkgs []string
+	names := map[string][]string{}
+	for _, t := range tests {
+		pkg, name, _ := strings.Cut(t, " ")
+		if names[pkg] == nil {
+			pkgs = append(pkgs, pkg)
+		}
+		names[pkg] = append(names[pkg], name)
+	}
+	var out []string
+	for _, pkg := range pkgs {
+		if n := names[pkg]; len(n) > 3 {
+			out = append(out, fmt.Sprintf("the %d tests of `%s` it ran", len(n), pkg))
+		} else {
+			out = append(out, fmt.Sprintf("`%s` %s", pkg, strings.Join(n, ", ")))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 func dur(sec float64) string {

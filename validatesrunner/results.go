@@ -28,7 +28,10 @@ type TestResult struct {
 	Conns          int      `json:"server_conns"`
 	Reason         string   `json:"reason,omitempty"` // one line, for fail/skip
 	FailedSubtests []string `json:"failed_subtests,omitempty"`
-	Tail           []string `json:"tail,omitempty"` // last output lines, for fail/skip
+	// Drains are what the harness did to drain the test's jobs, for a
+	// test in DrainTests.
+	Drains []DrainRecord `json:"drains,omitempty"`
+	Tail   []string      `json:"tail,omitempty"` // last output lines, for fail/skip
 }
 
 // PackageResult is the outcome of one Go test package.
@@ -56,6 +59,8 @@ type Run struct {
 	Args        []string        `json:"args,omitempty"`
 	Jobs        int             `json:"parallel_packages,omitempty"`
 	Packages    []PackageResult `json:"packages"`
+	// Reruns are the partial runs merged into this snapshot (Merge).
+	Reruns []Rerun `json:"reruns,omitempty"`
 }
 
 // Counts holds pass/fail/skip totals.

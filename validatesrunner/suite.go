@@ -65,6 +65,35 @@ var SmokeSuite = []Selection{
 	{Package: "test/integration/primitives", Run: "^(TestParDoMultiOutput|TestParDoSideInput|TestParDoKVSideInput|TestFlatten|TestCoGBK|TestReshuffle)$"},
 }
 
+// DrainTest names a test whose pipeline never ends by itself: it passes
+// only if something outside the test drains its job. The harness does,
+// through the job server's JobService Drain call, as an operator would.
+type DrainTest struct {
+	Package string // short name, relative to BeamModule
+	Test    string
+}
+
+// DrainTests are the tests the harness drains. Beam's own runs never
+// drain them: every runner's filter list in test/integration, Dataflow's
+// included ("Dataflow does not drain jobs by itself"), skips TestDrain.
+var DrainTests = []DrainTest{
+	// An SDF that claims positions for ever, with a TruncateRestriction
+	// that keeps 20 more (test/integration/primitives/drain.go).
+	{Package: "test/integration/primitives", Test: "TestDrain"},
+}
+
+// NeedsDrain reports whether the harness drains the jobs of pkg's test.
+func NeedsDrain(pkg, test string) bool { return needsDrain(DrainTests, pkg, test) }
+
+func needsDrain(list []DrainTest, pkg, test string) bool {
+	for _, d := range list {
+		if d.Package == pkg && d.Test == test {
+			return true
+		}
+	}
+	return false
+}
+
 // Suite returns the named suite ("full" or "smoke").
 func Suite(name string) ([]Selection, error) {
 	switch name {

@@ -43,7 +43,8 @@ type testState struct {
 	lines   []string  // framing-free output lines (bounded)
 	lastLog []string  // the last t.Log/t.Error/t.Skip message: first line + last continuation lines
 	failed  []string  // names of failed subtests
-	inLog   bool      // the previous line was part of a t.Log message
+	drains  []DrainRecord
+	inLog   bool // the previous line was part of a t.Log message
 	// lineElapsed is the duration from the "--- PASS: Name (1.23s)" line,
 	// used when the event carries no Elapsed.
 	lineElapsed float64
@@ -238,6 +239,14 @@ func (c *Collector) AddConn(test string) {
 	}
 }
 
+// SetDrains records what the harness did to drain test's jobs.
+func (c *Collector) SetDrains(test string, recs []DrainRecord) {
+	if len(recs) > 0 {
+		st := c.state(test)
+		st.drains = append(st.drains, recs...)
+	}
+}
+
 // Finished reports whether the package-level terminal event was seen.
 func (c *Collector) Finished() bool { return c.pkgDone != "" }
 
@@ -308,6 +317,7 @@ func (c *Collector) Results() []TestResult {
 			Status:  st.status,
 			Seconds: round2(st.elapsed),
 			Conns:   st.conns,
+			Drains:  st.drains,
 		}
 		if r.Seconds == 0 {
 			r.Seconds = round2(st.lineElapsed)

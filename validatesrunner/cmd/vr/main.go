@@ -31,13 +31,15 @@ var (
 	serverCmd    = flag.String("server", "", "job server command line, {port} is replaced by a free port; split on spaces, no quoting")
 	endpoint     = flag.String("endpoint", "", "use an already running job server at host:port instead of -server")
 	suite        = flag.String("suite", "full", "full or smoke")
-	only         = flag.String("only", "", "comma-separated packages (e.g. primitives,passert) to run; a partial run does not update results/ or RESULTS.md")
+	only         = flag.String("only", "", "comma-separated packages (e.g. primitives,passert) to run; a partial run updates results/ and RESULTS.md only with -merge")
 	runFilter    = flag.String("run", "", "run only the top-level tests matching this regexp (Go -run syntax); a partial run")
 	expectPath   = flag.String("expect", "", "expectation file to compare with (expected.txt); empty: no comparison")
+	merge        = flag.Bool("merge", false, "with -only or -run: replace the rows of the tests this partial run ran in results/<runner>.json, the last full run's snapshot, and re-render RESULTS.md (the run is listed there as a re-run)")
 	update       = flag.Bool("update-expectations", false, "rewrite the -expect file from this run (passes become pass; failures keep their reason, new ones get \"TODO: investigate\")")
 	jobs         = flag.Int("jobs", 1, "test packages run at once (go test -p)")
 	testTimeout  = flag.Duration("test-timeout", 2*time.Minute, "kill a top-level test that runs longer than this and go on with the rest")
 	pkgTimeout   = flag.Duration("pkg-timeout", 60*time.Minute, "-test.timeout for each test process")
+	drainAfter   = flag.Duration("drain-after", vr.DefaultDrainAfter, "how long the job of a test that needs a drain (DrainTests in suite.go: TestDrain) runs before the harness drains it through JobService.Drain")
 	serverWait   = flag.Duration("server-wait", 60*time.Second, "how long to wait for the job server port")
 	outDir       = flag.String("out", "validatesrunner/out", "directory for full results, server logs, binaries (gitignored)")
 	resultsDir   = flag.String("results", "validatesrunner/results", "directory of the committed per-runner snapshots RESULTS.md is rendered from")
@@ -82,6 +84,10 @@ func run() int {
 		return 2
 	}
 	partial := *only != "" || *runFilter != ""
+	if *merge && (!partial || *suite != "full") {
+		fmt.Fprintln(os.Stderr, "vr: -merge merges a partial run of the full suite: it needs -only or -run, and -suite full")
+		return 2
+	}
 	if *only != "" {
 		sels = vr.FilterSuite(sels, *only)
 		if len(sels) == 0 {
@@ -135,6 +141,7 @@ func run() int {
 		KeepBins:    *keepBins,
 		ServerWait:  *serverWait,
 		Log:         os.Stderr,
+		DrainAfter:  *drainAfter,
 	}
 	defer os.RemoveAll(o.TmpDir)
 
@@ -222,6 +229,12 @@ func finish(res *vr.Run, sels []vr.Selection, exp *vr.Expectations, name string,
 			return 2
 		}
 	}
+	if *merge && ran {
+		if err := mergeSnapshot(res); err != nil {
+			fmt.Fprintln(os.Stderr, "vr:", err)
+			return 2
+		}
+	}
 	code := 0
 	if exp != nil {
 		rep := vr.Compare(exp, res, sels)
@@ -247,6 +260,32 @@ func finish(res *vr.Run, sels []vr.Selection, exp *vr.Expectations, name string,
 		code = 1
 	}
 	return code
+}
+
+// mergeSnapshot merges a partial run into the runner's snapshot and
+// re-renders RESULTS.md.
+func mergeSnapshot(res *vr.Run) error {
+	snap := filepath.Join(*resultsDir, *runnerName+".json")
+	full, err := vr.LoadRun(snap)
+	if err != nil {
+		return err
+	}
+	var flags []string
+	if *only != "" {
+		flags = append(flags, "-only "+*only)
+	}
+	if *runFilter != "" {
+		flags = append(flags, "-run "+*runFilter)
+	}
+	merged, err := vr.Merge(full, res, strings.Join(flags, " "))
+	if err != nil {
+		return fmt.Errorf("%s: %w", snap, err)
+	}
+	if err := merged.Save(snap); err != nil {
+		return err
+	}
+	fmt.Printf("vr: merged into snapshot %s\n", snap)
+	return render()
 }
 
 func render() error {
