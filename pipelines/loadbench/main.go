@@ -85,6 +85,9 @@ var runners = []runner{
 type sample struct {
 	wall               time.Duration
 	serverKB, clientKB int64
+	// serverCPU is the job server's user and system time, read as the
+	// client ends (the server idles from then until it is killed).
+	serverCPU time.Duration
 }
 
 // A suite is one SDK's load tests: the names to run, how to submit one to
@@ -280,6 +283,9 @@ func runOnce(ctx context.Context, rn runner, test string, client func(ctx contex
 	if ru, ok := cl.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		s.clientKB = ru.Maxrss
 	}
+	if s.serverCPU, err = cpuTime(srv.Process.Pid); err != nil {
+		return s, err
+	}
 	s.serverKB, err = peakRSS(srv.Process.Pid)
 	return s, err
 }
@@ -294,6 +300,28 @@ func waitPort(addr string, d time.Duration) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("no listener on %s after %v", addr, d)
+}
+
+// cpuTime reads a live process's user plus system time from
+// /proc/<pid>/stat (fields 14 and 15, in clock ticks of 1/100 s).
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; the fields after its
+	// closing parenthesis are space-separated, starting at field 3.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: utime %q stime %q", pid, f[11], f[12])
+	}
+	return time.Duration(u+st) * 10 * time.Millisecond, nil
 }
 
 // peakRSS reads a live process's peak resident set in KiB.
