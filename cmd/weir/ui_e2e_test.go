@@ -20,6 +20,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
 
+	"github.com/weir-runner/weir/runner"
 	"github.com/weir-runner/weir/webui"
 	"github.com/weir-runner/weir/webui/uitest"
 )
@@ -34,9 +35,11 @@ func init() {
 }
 
 // TestUIStreamingJob starts the weir binary's `serve`, runs an unbounded
-// pipeline on it (a periodic sequence, windowed and summed per key), and
+// pipeline on it (a periodic sequence, windowed and summed per key, with
+// checkpoints every 500 ms), and
 // drives the web UI in headless Chromium: the job is listed, its graph
 // shows its stages, a stage's watermark advances while the page is open,
+// completed checkpoints are listed,
 // Drain ends the job DRAINED, and the page says so.
 //
 // WEIR_UI_SCREENSHOTS=dir saves the pages as jobs.png, job.png and
@@ -48,6 +51,11 @@ func TestUIStreamingJob(t *testing.T) {
 	endpoint, env := *jobopts.Endpoint, *jobopts.EnvironmentType
 	*jobopts.Endpoint, *jobopts.EnvironmentType = jobAddr, "LOOPBACK"
 	defer func() { *jobopts.Endpoint, *jobopts.EnvironmentType = endpoint, env }()
+	for k, v := range map[string]string{"job_name": "ticks-per-key",
+		runner.CheckpointIntervalOption: "500ms", runner.CheckpointDirOption: t.TempDir()} {
+		beam.PipelineOptions.Set(k, v)
+		defer beam.PipelineOptions.Set(k, "")
+	}
 	beam.Init()
 	p, s := beam.NewPipelineWithRoot()
 	start := time.Now()
@@ -86,7 +94,8 @@ func TestUIStreamingJob(t *testing.T) {
 	wm := sel(webui.TestIDStageNode, "data-stage-name", gbk) + " " + sel(webui.TestIDStageWatermark)
 	first := b.WaitText(wm, uitest.Func("a time", func(s string) bool { return strings.Contains(s, ":") }))
 	b.WaitText(wm, uitest.Func("a later time than "+first, func(s string) bool { return strings.Contains(s, ":") && s != first }))
-	b.WaitCount(sel(webui.TestIDCheckpointRow), 0) // no checkpoints asked for: none shown
+	// Checkpoints every 500 ms: the history shows completed ones.
+	b.WaitVisible(sel(webui.TestIDCheckpointRow, "data-status", "completed"))
 	shoot(t, b, "job.png")
 
 	b.Click(sel(webui.TestIDBtnDrain))
