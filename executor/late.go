@@ -298,13 +298,7 @@ func (l *LateData) Close() error {
 // counters always (a zero says nothing was lost), arrival delays once an
 // element with an event time arrived. It is a metrics.Source.
 func (l *LateData) MonitoringInfos() []*pipepb.MonitoringInfo {
-	l.mu.Lock()
-	ts := slices.Clone(l.order)
-	sources := make([]bool, len(ts))
-	for i, t := range ts {
-		sources[i] = t.source
-	}
-	l.mu.Unlock()
+	ts, sources := l.accounts()
 	nowMS := l.now().UnixMilli()
 	var out []*pipepb.MonitoringInfo
 	for i, t := range ts {
@@ -324,6 +318,20 @@ func (l *LateData) MonitoringInfos() []*pipepb.MonitoringInfo {
 		}
 	}
 	return out
+}
+
+// accounts returns every transform's account, in the order they were made,
+// and whether each is a source's. Under the lock: the graph may be adding
+// transforms while job metrics are read.
+func (l *LateData) accounts() ([]*TransformLate, []bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ts := slices.Clone(l.order)
+	sources := make([]bool, len(ts))
+	for i, t := range ts {
+		sources[i] = t.source
+	}
+	return ts, sources
 }
 
 // arrival records the arrival delay of an element with event time ts at

@@ -1,9 +1,5 @@
 package executor
 
-import (
-	"slices"
-)
-
 // LateStats is one transform's account of late data as it stands.
 type LateStats struct {
 	ID, Name string
@@ -18,13 +14,7 @@ type LateStats struct {
 
 // Stats returns every transform's account, in the order they were made.
 func (l *LateData) Stats() []LateStats {
-	l.mu.Lock()
-	ts := slices.Clone(l.order)
-	sources := make([]bool, len(ts))
-	for i, t := range ts {
-		sources[i] = t.source
-	}
-	l.mu.Unlock()
+	ts, sources := l.accounts()
 	out := make([]LateStats, len(ts))
 	for i, t := range ts {
 		s := t.Arrivals.Snapshot()

@@ -39,28 +39,25 @@ func newSubtaskStats() *subtaskStats {
 
 // in counts a batch the subtask's operator takes.
 func (s *subtaskStats) in(elems [][]byte) {
-	if s == nil {
-		return
+	if s != nil {
+		count(elems, &s.elemsIn, &s.bytesIn)
 	}
-	n := 0
-	for _, e := range elems {
-		n += len(e)
-	}
-	s.elemsIn.Add(int64(len(elems)))
-	s.bytesIn.Add(int64(n))
 }
 
 // out counts a batch the subtask emits.
 func (s *subtaskStats) out(elems [][]byte) {
-	if s == nil {
-		return
+	if s != nil {
+		count(elems, &s.elemsOut, &s.bytesOut)
 	}
-	n := 0
+}
+
+func count(elems [][]byte, n, bytes *atomic.Int64) {
+	b := 0
 	for _, e := range elems {
-		n += len(e)
+		b += len(e)
 	}
-	s.elemsOut.Add(int64(len(elems)))
-	s.bytesOut.Add(int64(n))
+	n.Add(int64(len(elems)))
+	bytes.Add(int64(b))
 }
 
 // waited adds a wait that began at since to idle or backpressured time.

@@ -1,10 +1,8 @@
 package telemetry
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -27,14 +25,7 @@ const (
 func TestCatalogIsDocumentedAndExported(t *testing.T) {
 	job := sampleJob(1_000_000, 5)
 	job.User = append(job.User, jobview.UserMetric{Namespace: "main", Name: "last", Transform: "count", Kind: "gauge", Value: 1})
-	p, err := New(context.Background(), func() []jobview.Job { return []jobview.Job{job} }, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Shutdown(context.Background())
-	srv := httptest.NewServer(p.Handler())
-	defer srv.Close()
-	fams, err := promtest.Scrape(srv.URL)
+	fams, err := promtest.Scrape(serveJobs(t, func() []jobview.Job { return []jobview.Job{job} }))
 	if err != nil {
 		t.Fatal(err)
 	}

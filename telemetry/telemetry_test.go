@@ -43,18 +43,12 @@ func sampleJob(wm int64, lag int64) jobview.Job {
 func TestPrometheusExposition(t *testing.T) {
 	var mu sync.Mutex
 	job := sampleJob(1_000_000, 50)
-	p, err := New(context.Background(), func() []jobview.Job {
+	url := serveJobs(t, func() []jobview.Job {
 		mu.Lock()
 		defer mu.Unlock()
 		return []jobview.Job{job}
-	}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Shutdown(context.Background())
-	srv := httptest.NewServer(p.Handler())
-	defer srv.Close()
-	fams, err := promtest.Scrape(srv.URL)
+	})
+	fams, err := promtest.Scrape(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +107,7 @@ func TestPrometheusExposition(t *testing.T) {
 	mu.Lock()
 	job = sampleJob(1_060_000, 10)
 	mu.Unlock()
-	fams, err = promtest.Scrape(srv.URL)
+	fams, err = promtest.Scrape(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,4 +125,18 @@ func with2(m map[string]string, k, v string) map[string]string {
 		out[a] = b
 	}
 	return out
+}
+
+// serveJobs serves a provider of jobs' metrics over HTTP until the test
+// ends, and returns its URL.
+func serveJobs(t *testing.T, jobs func() []jobview.Job) string {
+	t.Helper()
+	p, err := New(context.Background(), jobs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	srv := httptest.NewServer(p.Handler())
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,33 +27,22 @@ import (
 // job is terminal (the stream ends), or until interrupted; --timeout then
 // bounds nothing, a job may run for days.
 func showMessages(args []string, stdout io.Writer) error {
-	fs := newFlagSet("messages", "JOB")
-	var cf clientFlags
-	cf.register(fs)
-	follow := fs.Bool("follow", false, "keep printing messages and states until the job ends")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	var follow *bool
+	flags := func(fs *flag.FlagSet) {
+		follow = fs.Bool("follow", false, "keep printing messages and states until the job ends")
 	}
-	if fs.NArg() != 1 {
-		return usageErrorf("want exactly one job id, got %d arguments", fs.NArg())
-	}
-	client, conn, ctx, cancel, err := cf.dial()
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	defer cancel()
-	if *follow {
-		var stop context.CancelFunc
-		ctx, stop = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-	}
-	id := fs.Arg(0)
-	err = readMessages(ctx, client, id, *follow, stdout)
-	if err != nil && !(*follow && errors.Is(ctx.Err(), context.Canceled)) {
-		return fmt.Errorf("messages of job %s on %s: %w", id, cf.endpoint, err)
-	}
-	return nil
+	return onJobWith("messages", args, flags, func(ctx context.Context, client jobpb.JobServiceClient, id, endpoint string) error {
+		if *follow {
+			var stop context.CancelFunc
+			ctx, stop = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+		}
+		err := readMessages(ctx, client, id, *follow, stdout)
+		if err != nil && !(*follow && errors.Is(ctx.Err(), context.Canceled)) {
+			return fmt.Errorf("messages of job %s on %s: %w", id, endpoint, err)
+		}
+		return nil
+	})
 }
 
 // readMessages prints the stream of job id until its first state (or, to
