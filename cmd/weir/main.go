@@ -3,6 +3,7 @@
 //
 //	weir serve  [--host=localhost] [--job-port=8099] [--staging-dir=DIR] [--expansion-port=-1]
 //	            [--log-format=text|json] [--log-level=debug|info|warn|error] [--job-retention=1h]
+//	            [--http-addr=localhost:8081] [--otlp-endpoint=HOST:PORT] [--metrics=true]
 //	weir jobs   [--endpoint=localhost:8099]
 //	weir cancel [--endpoint=localhost:8099] JOB
 //	weir drain  [--endpoint=localhost:8099] JOB
