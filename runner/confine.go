@@ -25,11 +25,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/weir-runner/weir/fileio"
+	"github.com/weir-runner/weir/fnapi"
 	"github.com/weir-runner/weir/joboptions"
 )
-
-// urnEnvProcess is Beam's PROCESS environment: the runner runs a command.
-const urnEnvProcess = "beam:env:process:v1"
 
 // Confinement limits what jobs may make the server do. It is part of
 // ServerOptions; the zero value confines nothing. Errors name weir serve's
@@ -92,7 +90,7 @@ func (c *Confinement) processErrors(p *pipepb.Pipeline) []error {
 	var errs []error
 	for _, id := range sortedKeys(envs) {
 		env := envs[id]
-		if env.GetUrn() != urnEnvProcess {
+		if env.GetUrn() != fnapi.URNEnvProcess {
 			continue
 		}
 		var pl pipepb.ProcessPayload

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/weir-runner/weir/fileio"
+	"github.com/weir-runner/weir/fnapi"
 )
 
 // confinedPipeline is a pipeline with a PROCESS environment running
@@ -33,7 +34,7 @@ func confinedPipeline(t *testing.T, command, fileDir string) *pipepb.Pipeline {
 		if err != nil {
 			t.Fatal(err)
 		}
-		comps.Environments["py"] = &pipepb.Environment{Urn: urnEnvProcess, Payload: payload}
+		comps.Environments["py"] = &pipepb.Environment{Urn: fnapi.URNEnvProcess, Payload: payload}
 		comps.Transforms["read"] = &pipepb.PTransform{UniqueName: "read", EnvironmentId: "py"}
 	}
 	if fileDir != "" {
