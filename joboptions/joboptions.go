@@ -419,3 +419,25 @@ func jsonText(v *structpb.Value) string {
 	}
 	return string(b)
 }
+
+// PathValue is the value of a job option of kind Path.
+type PathValue struct {
+	Option string // its name, as weir_dead_letter
+	Path   string
+}
+
+// Paths returns the job's options of kind Path that have a value, in the
+// declaration's order: what a confined server checks against its folders.
+func (o *Options) Paths() []PathValue {
+	var ps []PathValue
+	for i := range declared {
+		d := &declared[i]
+		if !d.IsPath() {
+			continue
+		}
+		if p, ok := d.field(o).(*string); ok && *p != "" {
+			ps = append(ps, PathValue{Option: d.Name, Path: *p})
+		}
+	}
+	return ps
+}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -226,6 +227,31 @@ func TestDescribe(t *testing.T) {
 		}
 		if d.GetName() != decl.Name || d.GetType() != want || !strings.Contains(d.GetDescription(), decl.Usage) {
 			t.Errorf("%s: described as %v", decl.Name, d)
+		}
+	}
+}
+
+// Paths lists every option of kind Path a job set, and only those.
+func TestPaths(t *testing.T) {
+	s, _ := structpb.NewStruct(map[string]any{
+		"beam:option:weir_dead_letter:v1":         "/tmp/late.jsonl",
+		"beam:option:weir_checkpoint_interval:v1": "10s",
+		"beam:option:weir_savepoint:v1":           "/sp/1",
+	})
+	o, err := Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := o.Paths()
+	want := []PathValue{{DeadLetter, "/tmp/late.jsonl"}, {Savepoint, "/sp/1"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("Paths() = %v, want %v", got, want)
+	}
+	for _, opt := range All() {
+		if opt.IsPath() {
+			if _, ok := opt.field(Defaults()).(*string); !ok {
+				t.Errorf("option %s of kind Path is not a string field", opt.Name)
+			}
 		}
 	}
 }

@@ -74,6 +74,7 @@ type preparation struct {
 		// done is closed when the active staging attempt ends.
 		done      chan struct{}
 		err       error // of the last failed attempt
+		staged    int64 // bytes of the staged attempt, in the server's budget
 		dir       string
 		artifacts map[string][]*pipepb.ArtifactInformation
 	}
@@ -100,10 +101,10 @@ func (p *preparation) begin() (old string, already bool, err error) {
 }
 
 // end records the outcome of the active staging attempt.
-func (p *preparation) end(dir string, artifacts map[string][]*pipepb.ArtifactInformation, err error) {
+func (p *preparation) end(dir string, artifacts map[string][]*pipepb.ArtifactInformation, staged int64, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.mu.dir = dir
+	p.mu.dir, p.mu.staged = dir, staged
 	if err != nil {
 		p.mu.phase, p.mu.err = stagingFailed, err
 	} else {
@@ -148,6 +149,16 @@ func (p *preparation) claim(ctx context.Context) (dir string, artifacts map[stri
 			return "", nil, status.FromContextError(ctx.Err()).Err()
 		}
 	}
+}
+
+// takeStaged hands over the bytes counted for p's staged artifacts, to
+// give back to the server's budget or pass to the job.
+func (p *preparation) takeStaged() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.mu.staged
+	p.mu.staged = 0
+	return n
 }
 
 // close ends the preparation unless it is being staged, returning its
@@ -247,12 +258,17 @@ func (a *artifactStaging) ReverseArtifactRetrievalService(stream jobpb.ArtifactS
 		os.RemoveAll(old)
 	}
 
-	dir, artifacts, err := a.s.stage(stream, p)
-	if err != nil && dir != "" {
-		os.RemoveAll(dir)
-		dir = ""
+	var staged int64
+	dir, artifacts, err := a.s.stage(&meteredStream{artifactStream: stream, s: a.s, staged: &staged}, p)
+	if err != nil {
+		if dir != "" {
+			os.RemoveAll(dir)
+			dir = ""
+		}
+		a.s.budget.releaseStaged(staged)
+		staged = 0
 	}
-	p.end(dir, artifacts, err)
+	p.end(dir, artifacts, staged, err)
 	if err != nil {
 		a.s.opts.Logger.Warn("weir: artifact staging failed", "preparation", p.id, "err", err)
 		return stagingStatus(err)
@@ -264,6 +280,9 @@ func (a *artifactStaging) ReverseArtifactRetrievalService(stream jobpb.ArtifactS
 // stagingStatus gives a staging error its gRPC code: the SDK's fault is
 // InvalidArgument; stream errors keep their own code.
 func stagingStatus(err error) error {
+	if le := (*LimitError)(nil); errors.As(err, &le) {
+		return status.Error(codes.ResourceExhausted, err.Error())
+	}
 	if errors.Is(err, errBadArtifact) || errors.Is(err, ErrUnsafeArtifactPath) {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
@@ -272,7 +291,7 @@ func stagingStatus(err error) error {
 
 // stage fetches every environment's artifacts into a new staging directory
 // for p.
-func (s *Server) stage(stream jobpb.ArtifactStagingService_ReverseArtifactRetrievalServiceServer, p *preparation) (string, map[string][]*pipepb.ArtifactInformation, error) {
+func (s *Server) stage(stream artifactStream, p *preparation) (string, map[string][]*pipepb.ArtifactInformation, error) {
 	root, err := s.stagingRoot()
 	if err != nil {
 		return "", nil, fmt.Errorf("weir: staging job %s: %w", p.id, err)

@@ -88,6 +88,11 @@ type Job struct {
 	// resumed says the job was started from its record; its staged files
 	// are the record's.
 	resumed bool
+	// stagedBytes are the job's staged bytes counted against the
+	// server's --max-staged-bytes, and slot says it holds one of
+	// --max-concurrent-jobs (confine.go); runJob gives both back.
+	stagedBytes int64
+	slot        bool
 	// observed samples the job's figures while it runs and keeps the last
 	// sample after (observe.go); kafka is its Kafka readers, if any.
 	observed atomic.Pointer[observer]

@@ -42,6 +42,9 @@ func (s *Server) Prepare(ctx context.Context, req *jobpb.PrepareJobRequest) (*jo
 	}
 	now := time.Now()
 	name := jobName(req.GetJobName(), opts, now)
+	if err := s.opts.checkSubmission(req.GetPipeline(), opts, s.opts.StateDir); err != nil {
+		return nil, status.Errorf(codes.PermissionDenied, "weir: Prepare job %q: %v", name, err)
+	}
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()
@@ -118,6 +121,7 @@ func (s *Server) pruneLocked(now time.Time) (dirs []string) {
 		if !ok {
 			continue
 		}
+		s.budget.releaseStaged(p.takeStaged())
 		delete(s.mu.preps, id)
 		delete(s.mu.byToken, p.token)
 		if dir != "" {
@@ -164,14 +168,19 @@ func (s *Server) Run(ctx context.Context, req *jobpb.RunJobRequest) (*jobpb.RunJ
 	if p == nil {
 		return nil, status.Errorf(codes.NotFound, "weir: Run: unknown preparation %q", id)
 	}
+	if err := s.budget.acquireJob(s.opts.MaxConcurrentJobs, false); err != nil {
+		return nil, status.Errorf(codes.ResourceExhausted, "weir: Run %q: %v", id, err)
+	}
 	dir, artifacts, err := p.claim(ctx)
 	if err != nil {
+		s.budget.releaseJob()
 		st := status.Convert(err)
 		return nil, status.Errorf(st.Code(), "weir: Run %q: %s", id, st.Message())
 	}
 
 	j := NewJob(JobID(id), p.name, p.pipeline, p.options).withOptions(p.opts)
 	j.StagingDir, j.Artifacts = dir, artifacts
+	j.stagedBytes, j.slot = p.takeStaged(), true
 	s.mu.Lock()
 	delete(s.mu.preps, id)
 	delete(s.mu.byToken, p.token)
@@ -182,6 +191,7 @@ func (s *Server) Run(ctx context.Context, req *jobpb.RunJobRequest) (*jobpb.RunJ
 			os.RemoveAll(dir)
 		}
 		s.dropRecord(j)
+		s.releaseBudget(j)
 		return nil, status.Errorf(codes.Unavailable, "weir: Run %q: %v", id, err)
 	}
 	return &jobpb.RunJobResponse{JobId: string(j.ID)}, nil
@@ -234,6 +244,7 @@ func (s *Server) runJob(ctx context.Context, cancel context.CancelCauseFunc, j *
 		}
 	}
 	s.dropRecord(j)
+	s.releaseBudget(j)
 	switch {
 	case err == nil && j.draining():
 		j.SetState(jobpb.JobState_DRAINED)

@@ -250,8 +250,13 @@ func (s *Server) resume(req *jobpb.PrepareJobRequest, arts map[string][]*pipepb.
 	// does not remove as it would a staging folder (see runJob).
 	j.StagingDir, j.Artifacts = filepath.Join(s.recordDir(req.GetJobName()), recordFiles), arts
 	j.recorded, j.resumed = true, true
+	// A resumed job was admitted by the last server: it takes a slot even
+	// past --max-concurrent-jobs.
+	_ = s.budget.acquireJob(s.opts.MaxConcurrentJobs, true)
+	j.slot = true
 	j.Logf(jobpb.JobMessage_JOB_MESSAGE_BASIC, "resumed after weir serve restarted: job %s was running when it stopped", j.Name)
 	if err := s.startJob(j); err != nil {
+		s.releaseBudget(j)
 		return "", err
 	}
 	s.opts.Logger.Info("weir: job resumed", "job", id, "name", j.Name)

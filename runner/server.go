@@ -46,6 +46,8 @@ type ServerOptions struct {
 	// not in its submitter); ResumeJobs starts them again after a
 	// restart. Give the executor the same folder.
 	StateDir string
+	// Confinement limits what jobs may make the server do (confine.go).
+	Confinement
 }
 
 // EnsureDefaults fills in the zero fields that have defaults.
@@ -70,6 +72,8 @@ type Server struct {
 	grpc *grpc.Server
 	// now, if set, is the clock of job retention (tests).
 	now func() time.Time
+	// budget counts staged bytes and running jobs (confine.go).
+	budget budget
 
 	// running counts job goroutines. Add happens under mu while !closed, so
 	// Stop's Wait cannot miss a job that is about to start.
@@ -101,7 +105,7 @@ func NewServer(exec Executor, opts ServerOptions) *Server {
 		opts: opts,
 		// Pipelines with large serialized functions exceed gRPC's 4 MiB
 		// default, in both directions (Prepare and GetPipeline).
-		grpc: grpc.NewServer(grpc.MaxRecvMsgSize(math.MaxInt32), grpc.MaxSendMsgSize(math.MaxInt32)),
+		grpc: grpc.NewServer(grpc.MaxRecvMsgSize(opts.maxRecvMsgSize()), grpc.MaxSendMsgSize(math.MaxInt32)),
 	}
 	s.mu.preps = map[string]*preparation{}
 	s.mu.byToken = map[string]*preparation{}

@@ -39,6 +39,8 @@ func serve(args []string, stdout io.Writer) error {
 	debugAddr := fs.String("debug-addr", "", "if set, serve Go's net/http/pprof profiles on this address (e.g. localhost:6060)")
 	var lf logFlags // logging.go
 	lf.register(fs)
+	var cf confineFlags // confine.go
+	cf.register(fs)
 	retention := fs.Duration("job-retention", time.Hour, "how long an ended job stays listed and queryable (as Flink's jobstore.expiration-time); 0 keeps every job")
 	httpAddr := fs.String("http-addr", defaultHTTPAddr, "serve Prometheus /metrics and the web UI on this address (empty: none; the default is skipped with a warning when its port is taken)")
 	metricsOn := fs.Bool("metrics", true, "count what each subtask does (elements, bytes, busy/idle/backpressured time, watermarks) and sample it for /metrics, the UI and the CLI; false is for measuring what that costs")
@@ -52,6 +54,10 @@ func serve(args []string, stdout io.Writer) error {
 	}
 	if *retention < 0 {
 		return usageErrorf("--job-retention %v: want zero (keep every job) or more", *retention)
+	}
+	confinement, err := cf.confinement(*stateDir)
+	if err != nil {
+		return err
 	}
 
 	log := lf.logger(os.Stderr)
@@ -77,7 +83,8 @@ func serve(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	opts := runner.ServerOptions{StagingRoot: *stagingDir, KeepArtifacts: *keep, Logger: log, JobRetention: *retention}
+	opts := runner.ServerOptions{StagingRoot: *stagingDir, KeepArtifacts: *keep, Logger: log, JobRetention: *retention,
+		Confinement: confinement}
 	if *resume && *stateDir != "" {
 		// Only a folder given on purpose: the default, in the temporary
 		// directory, is shared by every server on the machine, and two
