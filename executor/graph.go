@@ -150,7 +150,7 @@ func (g *Graph) Run(ctx context.Context, barriers <-chan BarrierID) error {
 			go func() {
 				defer wg.Done()
 				defer close(st.done)
-				if err := g.runSubtask(ctx, st, op, src, rs); err != nil {
+				if err := g.runContained(ctx, st, op, src, rs); err != nil {
 					fail(fmt.Errorf("%s[%d]: %w", n.Name, st.index, err))
 					return
 				}
@@ -201,6 +201,17 @@ func (g *Graph) inputsEnded(st *subtask, last BarrierID) {
 		default:
 		}
 	}
+}
+
+// runContained is runSubtask with a panic in it, in the operator's or
+// source's code or the executor's own, returned as the subtask's error.
+func (g *Graph) runContained(ctx context.Context, st *subtask, op Operator, src Source, rs *SubtaskRestore) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = panicked(r)
+		}
+	}()
+	return g.runSubtask(ctx, st, op, src, rs)
 }
 
 func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src Source, rs *SubtaskRestore) error {

@@ -44,12 +44,10 @@ func (r *sdfRun) watchPrecombining() {
 		}
 		w.asking, w.last = true, now
 		wk, inst := t.worker, t.inst
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
+		r.goContained("progress of a precombining bundle", func() {
 			p, err := wk.Progress(r.ctx, inst)
 			r.send(sdfEvent{task: t, inst: inst, progressDone: true, progress: p, err: err})
-		}()
+		})
 	}
 }
 

@@ -160,6 +160,9 @@ type sdfEvent struct {
 	progress     *fnpb.ProcessBundleProgressResponse
 
 	err error
+
+	// fatal, if set, fails the run: a panic in one of its goroutines.
+	fatal error
 }
 
 // sdfRun is one flush of an SDF stage.
@@ -210,6 +213,22 @@ func (s *SDKStage) runSplitting(ctx context.Context, in [][]byte) error {
 	return nil
 }
 
+// goContained runs f in a goroutine of the run; a panic in it (in the
+// Fn API client or a hook) fails the run with the panic's stack instead of
+// the process.
+func (r *sdfRun) goContained(what string, f func()) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer func() {
+			if p := recover(); p != nil {
+				r.send(sdfEvent{fatal: fmt.Errorf("stage %s: %s: %w", r.s.Spec.Name, what, panicked(p))})
+			}
+		}()
+		f()
+	}()
+}
+
 // send delivers an event unless the run is over.
 func (r *sdfRun) send(ev sdfEvent) {
 	select {
@@ -239,9 +258,7 @@ func (r *sdfRun) start(t *sdfTask) error {
 		OnSent:       func(inst string) { r.send(sdfEvent{task: t, inst: inst, sent: true}) },
 	}
 	w := t.worker
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
+	r.goContained("bundle", func() {
 		began := time.Now()
 		res, err := w.Process(r.ctx, req)
 		if err == nil {
@@ -252,7 +269,7 @@ func (r *sdfRun) start(t *sdfTask) error {
 			inst = res.Instruction
 		}
 		r.send(sdfEvent{task: t, inst: inst, done: true, res: res, err: err})
-	}()
+	})
 	return nil
 }
 
@@ -298,12 +315,10 @@ func (r *sdfRun) askSplit(t *sdfTask, fraction float64) {
 	req := fnapi.SplitRequest{Instruction: t.inst, TransformID: r.s.Spec.Source,
 		Fraction: fraction, EstimatedElements: int64(len(t.in))}
 	w, inst := t.worker, t.inst
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
+	r.goContained("split", func() {
 		sr, err := w.Split(r.ctx, req)
 		r.send(sdfEvent{task: t, inst: inst, splitDone: true, split: sr, err: err})
-	}()
+	})
 }
 
 // runawayAfter is how long an SDF bundle runs before the job hears of it,
@@ -329,9 +344,7 @@ func (r *sdfRun) reportRunaways() {
 		}
 		t.reports++
 		w, inst, ran := t.worker, t.inst, time.Since(t.started).Round(time.Millisecond)
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
+		r.goContained("progress report", func() {
 			var progress string
 			if resp, err := w.Progress(r.ctx, inst); err != nil {
 				progress = err.Error()
@@ -340,7 +353,7 @@ func (r *sdfRun) reportRunaways() {
 			}
 			s.Spec.Warn(fmt.Sprintf("stage %s: a bundle has run for %v without finishing or checkpointing; progress: %s",
 				s.Spec.Name, ran, progress))
-		}()
+		})
 	}
 }
 
@@ -388,6 +401,8 @@ func (r *sdfRun) checkpointForDrain() {
 func (r *sdfRun) handle(ev sdfEvent) error {
 	t := ev.task
 	switch {
+	case ev.fatal != nil:
+		return ev.fatal
 	case ev.sent:
 		t.inst, t.since, t.started, t.reports = ev.inst, time.Now(), time.Now(), 0
 	case ev.splitDone:

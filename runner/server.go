@@ -105,7 +105,8 @@ func NewServer(exec Executor, opts ServerOptions) *Server {
 		opts: opts,
 		// Pipelines with large serialized functions exceed gRPC's 4 MiB
 		// default, in both directions (Prepare and GetPipeline).
-		grpc: grpc.NewServer(grpc.MaxRecvMsgSize(opts.maxRecvMsgSize()), grpc.MaxSendMsgSize(math.MaxInt32)),
+		grpc: grpc.NewServer(grpc.MaxRecvMsgSize(opts.maxRecvMsgSize()), grpc.MaxSendMsgSize(math.MaxInt32),
+			grpc.ChainUnaryInterceptor(recoverUnary(opts.Logger)), grpc.ChainStreamInterceptor(recoverStream(opts.Logger))),
 	}
 	s.mu.preps = map[string]*preparation{}
 	s.mu.byToken = map[string]*preparation{}
