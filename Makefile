@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin
 
-.PHONY: all build run test vet fmt vr vr-prism bench bench-python bench-backfill bench-checkpoint
+.PHONY: all build run test vet fmt fuzz vr vr-prism bench bench-python bench-backfill bench-checkpoint
 
 all: build
 
@@ -26,6 +26,13 @@ test: vet
 	$(MAKE) python-test
 	$(MAKE) java-test
 	$(MAKE) java-vr-smoke
+
+# Every fuzz target (func FuzzXxx), one after another, FUZZTIME each, found
+# by internal/tools/fuzz.sh; see docs/reliability.md. Not part of make test:
+# plain go test runs the seeds in testdata/fuzz.
+FUZZTIME ?= 1m
+fuzz:
+	FUZZTIME=$(FUZZTIME) GO=$(GO) internal/tools/fuzz.sh
 
 # The web UI's browser tests (webui, webui/uitest) in headless Chromium.
 # `make chromium` installs Debian's chromium once (internal/tools/chromium.sh)

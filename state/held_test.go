@@ -60,7 +60,7 @@ func heldValues(from, to int) []string {
 	return vs
 }
 
-func addValues(t *testing.T, sh *Shuffle, kg int, key string, vs []string) {
+func addValues(t testing.TB, sh *Shuffle, kg int, key string, vs []string) {
 	t.Helper()
 	for i, v := range vs {
 		if err := sh.Add(kg, 9, []byte("w"), []byte(key), mtime.Time(i), []byte(v)); err != nil {
@@ -77,7 +77,7 @@ type fired struct {
 	maxTS  mtime.Time
 }
 
-func fireHeld(t *testing.T, sh *Shuffle, wm mtime.Time) map[string]fired {
+func fireHeld(t testing.TB, sh *Shuffle, wm mtime.Time) map[string]fired {
 	t.Helper()
 	out := map[string]fired{}
 	err := sh.Fire(wm, func(g *Group) error {

@@ -11,7 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 )
 
-func memStore(t *testing.T) *Store {
+func memStore(t testing.TB) *Store {
 	t.Helper()
 	s, err := Open(Options{Dir: "db", FS: vfs.NewMem()})
 	if err != nil {

@@ -22,7 +22,7 @@ func scoped(f func(beam.Scope)) func() *beam.Pipeline {
 	}
 }
 
-func marshal(t *testing.T, p *beam.Pipeline) *pipepb.Pipeline {
+func marshal(t testing.TB, p *beam.Pipeline) *pipepb.Pipeline {
 	t.Helper()
 	edges, _, err := p.Build()
 	if err != nil {

@@ -130,6 +130,9 @@ func measureWindows(b []byte, w Measure) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		if n == 0 { // global windows: the rest are empty too
+			break
+		}
 		off += n
 	}
 	return off, nil

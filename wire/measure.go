@@ -183,6 +183,9 @@ func iterable(e Measure) Measure {
 				if err != nil {
 					return 0, err
 				}
+				if n == 0 { // the rest measure the same bytes: no wider
+					break
+				}
 				off += n
 			}
 			return off, nil
@@ -204,6 +207,9 @@ func iterable(e Measure) Measure {
 				n, err := e(b[off:])
 				if err != nil {
 					return 0, err
+				}
+				if n == 0 { // the rest measure the same bytes: no wider
+					break
 				}
 				off += n
 			}
