@@ -139,10 +139,24 @@ type builder struct {
 }
 
 // leaves returns the leaf transforms under roots in topological order.
+//
+// A transform is walked once: a pipeline from outside may name a
+// transform among its own parts, directly or further down, which would
+// recurse until the stack overflows and takes the server with it (found by
+// FuzzBuild), or name one part under several composites.
 func (b *builder) leaves(roots []string) ([]string, error) {
 	var all []string
+	state := map[string]int{} // 1: on the walk's path; 2: walked
 	var walk func(id string) error
 	walk = func(id string) error {
+		switch state[id] {
+		case 1:
+			return fmt.Errorf("translate: transform %q contains itself through its subtransforms", id)
+		case 2:
+			return nil
+		}
+		state[id] = 1
+		defer func() { state[id] = 2 }()
 		t, ok := b.comps.GetTransforms()[id]
 		if !ok {
 			return fmt.Errorf("translate: transform %q is referenced but not defined", id)

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"strings"
 	"testing"
 
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
@@ -29,4 +30,26 @@ func FuzzBuild(f *testing.F) {
 		}
 		_, _ = Build(&p, Options{})
 	})
+}
+
+// TestBuildRefusesCyclicComposites: a transform among its own parts,
+// directly or through another, is an error, not a recursion that
+// overflows the stack (which no recover catches: it ended the process).
+func TestBuildRefusesCyclicComposites(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		parts map[string][]string
+	}{
+		{"itself", map[string][]string{"a": {"a"}}},
+		{"through another", map[string][]string{"a": {"b"}, "b": {"a"}}},
+	} {
+		p := &pipepb.Pipeline{RootTransformIds: []string{"a"}, Components: &pipepb.Components{Transforms: map[string]*pipepb.PTransform{}}}
+		for id, subs := range tc.parts {
+			p.Components.Transforms[id] = &pipepb.PTransform{UniqueName: id, Subtransforms: subs}
+		}
+		_, err := Build(p, Options{})
+		if err == nil || !strings.Contains(err.Error(), "contains itself") {
+			t.Errorf("%s: Build = %v, want an error saying the transform contains itself", tc.name, err)
+		}
+	}
 }
