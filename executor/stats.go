@@ -25,7 +25,6 @@ type subtaskStats struct {
 	bundles             atomic.Int64
 	bundleTime          atomic.Int64 // nanoseconds
 	bundleRetries       atomic.Int64
-	workersLost         atomic.Int64
 	inWM, outWM         atomic.Int64 // mtime.Time
 	started, ended      atomic.Int64 // Unix nanoseconds; 0 until then
 }
@@ -80,7 +79,6 @@ func (s *subtaskStats) retry() {
 		return
 	}
 	s.bundleRetries.Add(1)
-	s.workersLost.Add(1)
 }
 
 // SubtaskSample is what Graph.Sample reads of one subtask.
@@ -95,7 +93,7 @@ type SubtaskSample struct {
 	Idle, Backpressured, Running time.Duration
 	Bundles                      int64
 	BundleTime                   time.Duration
-	BundleRetries, WorkersLost   int64
+	BundleRetries                int64
 	// InputWatermark is the least watermark over the subtask's inputs
 	// (a source has none: the start of time); OutputWatermark the last
 	// the subtask sent.
@@ -128,7 +126,7 @@ func (g *Graph) Sample(buf []SubtaskSample) []SubtaskSample {
 				BytesIn: s.bytesIn.Load(), BytesOut: s.bytesOut.Load(),
 				Idle: time.Duration(s.idle.Load()), Backpressured: time.Duration(s.backpressured.Load()),
 				Bundles: s.bundles.Load(), BundleTime: time.Duration(s.bundleTime.Load()),
-				BundleRetries: s.bundleRetries.Load(), WorkersLost: s.workersLost.Load(),
+				BundleRetries:  s.bundleRetries.Load(),
 				InputWatermark: mtime.Time(s.inWM.Load()), OutputWatermark: mtime.Time(s.outWM.Load()),
 				QueueDepth: len(st.in.data.slots), QueueCapacity: cap(st.in.data.slots),
 				InputSpread: time.Duration(st.spread.last(st.index)) * time.Millisecond}

@@ -108,9 +108,9 @@ func (o *observer) lateView() []jobview.Late {
 
 // workerView counts SDK workers and the bundles lost with them.
 func (o *observer) workerView() jobview.Workers {
-	w := jobview.Workers{Running: o.workers.running()}
+	running, lost := o.workers.counts()
+	w := jobview.Workers{Running: running, Lost: int64(lost)}
 	for _, sm := range o.buf {
-		w.Lost += sm.WorkersLost
 		w.BundleRetries += sm.BundleRetries
 	}
 	return w

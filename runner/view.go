@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"strings"
 	"time"
 
 	"github.com/weir-runner/weir/jobview"
@@ -50,16 +51,7 @@ func (j *Job) view(messages bool) jobview.Job {
 	v.Messages = make([]jobview.Message, 0, len(msgs))
 	for _, m := range msgs {
 		t, _ := time.Parse(time.RFC3339Nano, m.GetTime())
-		v.Messages = append(v.Messages, jobview.Message{Time: t, Importance: importanceName(m.GetImportance().String()), Text: m.GetMessageText()})
+		v.Messages = append(v.Messages, jobview.Message{Time: t, Importance: strings.TrimPrefix(m.GetImportance().String(), "JOB_MESSAGE_"), Text: m.GetMessageText()})
 	}
 	return v
-}
-
-// importanceName drops the enum's JOB_MESSAGE_ prefix.
-func importanceName(s string) string {
-	const p = "JOB_MESSAGE_"
-	if len(s) > len(p) && s[:len(p)] == p {
-		return s[len(p):]
-	}
-	return s
 }

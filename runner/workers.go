@@ -20,6 +20,7 @@ type workerSet struct {
 	mu      sync.Mutex
 	current map[string]*fnapi.Worker
 	stops   []func()
+	lost    int // workers replaced after they were lost
 }
 
 func newWorkerSet(fn *fnapi.Server, envs map[string]*pipepb.Environment, j *Job) *workerSet {
@@ -51,6 +52,7 @@ func (ws *workerSet) Replace(ctx context.Context, env string, lost *fnapi.Worker
 	}
 	ws.j.Warn("weir: SDK worker lost", fmt.Sprintf("SDK worker %s of environment %s was lost; starting a new one", id, env),
 		"env", env, "worker", id)
+	ws.lost++
 	return ws.startLocked(ctx, env)
 }
 
@@ -78,9 +80,10 @@ func (ws *workerSet) stopAll() {
 	}
 }
 
-// running returns how many workers the set runs now.
-func (ws *workerSet) running() int {
+// counts returns how many workers the set runs now and how many it
+// replaced after they were lost.
+func (ws *workerSet) counts() (running, lost int) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	return len(ws.current)
+	return len(ws.current), ws.lost
 }
