@@ -53,14 +53,18 @@ ui-screenshots:
 # (apache-beam pinned), made once and reused (python/venv.sh), and the
 # tests under python/ against bin/weir and bin/kfake.
 PYTESTFLAGS ?=
-.PHONY: python-env python-test kfake kafkaoffsets
+.PHONY: python-env python-test kfake kafkaoffsets testcerts
 python-env:
 	@python/venv.sh >/dev/null
 kfake:
 	$(GO) build -o $(BIN)/kfake ./internal/tools/kfake
 kafkaoffsets:
 	$(GO) build -o $(BIN)/kafkaoffsets ./internal/tools/kafkaoffsets
-python-test: build kfake kafkaoffsets python-env
+# Test certificates made at test time (internal/tools/testcerts), for the
+# scripts that test TLS; no key is ever committed.
+testcerts:
+	$(GO) build -o $(BIN)/testcerts ./internal/tools/testcerts
+python-test: build kfake kafkaoffsets testcerts python-env
 	cd python && "$$(./venv.sh)" -m pytest -q -rs $(PYTESTFLAGS)
 
 # ValidatesRunner: Beam's own Go runner test packages against a job server in
@@ -146,5 +150,5 @@ run-python: build python-env
 .PHONY: run-java java-test
 run-java: build
 	java/run.sh example
-java-test: build kfake
+java-test: build kfake testcerts
 	java/run.sh test
