@@ -125,13 +125,13 @@ func (p *Policy) checkGRPC(ctx context.Context, listener, method string) error {
 	md, _ := metadata.FromIncomingContext(ctx)
 	vals := md.Get(AuthorizationKey)
 	tok, ok := "", false
-	if len(vals) > 0 {
+	if len(vals) == 1 {
 		tok, ok = bearer(vals[0])
 	}
 	if ok && p.Tokens.Valid(tok) {
 		return nil
 	}
-	reason := refusalReason(len(vals) > 0, ok)
+	reason := refusalReason(len(vals), ok)
 	addr, subject := "", ""
 	if pr, found := peer.FromContext(ctx); found {
 		addr = pr.Addr.String()
@@ -155,20 +155,23 @@ func (p *Policy) Handler(listener string, h http.Handler) http.Handler {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := r.Header.Get(AuthorizationKey)
-		tok, ok := httpToken(got)
+		vals := r.Header.Values(AuthorizationKey)
+		tok, ok := "", false
+		if len(vals) == 1 {
+			tok, ok = httpToken(vals[0])
+		}
 		if ok && p.Tokens.Valid(tok) {
 			h.ServeHTTP(w, r)
 			return
 		}
-		reason := refusalReason(got != "", ok)
+		reason := refusalReason(len(vals), ok)
 		subject := ""
 		if r.TLS != nil {
 			subject = clientSubject(*r.TLS)
 		}
 		p.refused.note(listener, r.RemoteAddr, subject, r.Method+" "+r.URL.Path, reason)
 		challenge := `Bearer realm="weir"`
-		if got != "" {
+		if len(vals) > 0 {
 			challenge += `, error="invalid_token"`
 		}
 		w.Header().Add("WWW-Authenticate", challenge)
@@ -186,10 +189,15 @@ func (p *Policy) WrapListener(l net.Listener) net.Listener {
 	return tls.NewListener(l, p.TLS.Config())
 }
 
-func refusalReason(sent, parsed bool) string {
+// refusalReason says why a request with n authorization values, the
+// only one parsed or not, was refused. More than one is refused whatever
+// they hold: which of them a check reads must never be a question.
+func refusalReason(n int, parsed bool) string {
 	switch {
-	case !sent:
+	case n == 0:
 		return "no bearer token"
+	case n > 1:
+		return "more than one authorization"
 	case !parsed:
 		return "the authorization is not a bearer token"
 	default:

@@ -92,6 +92,7 @@ func TestGRPCTokens(t *testing.T) {
 		{"not bearer", []string{"Basic " + tokA}, codes.Unauthenticated},
 		{"right token", []string{"Bearer " + tokA}, codes.OK},
 		{"second token, scheme in lower case", []string{"bearer " + tokB}, codes.OK},
+		{"a right token and a wrong one", []string{"Bearer " + tokA, "Bearer " + strings.Repeat("c", 32)}, codes.Unauthenticated},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			md := metadata.MD{}
@@ -305,5 +306,21 @@ func TestPolicyString(t *testing.T) {
 		if got := c.p.String(); got != c.want {
 			t.Errorf("String() = %q, want %q", got, c.want)
 		}
+	}
+}
+
+// Two Authorization headers are refused even when one is right.
+func TestHTTPTwoAuthorizations(t *testing.T) {
+	addr := serveHTTP(t, NewPolicy(nil, mustTokens(t, tokA), slog.New(slog.DiscardHandler)))
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", "http://"+addr+"/", nil)
+	req.Header.Add("Authorization", "Bearer "+tokA)
+	req.Header.Add("Authorization", "Bearer "+tokB)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("status %d, want 401", resp.StatusCode)
 	}
 }

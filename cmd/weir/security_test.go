@@ -93,6 +93,11 @@ func TestCLIAgainstSecuredServer(t *testing.T) {
 // weir serve refuses, before it listens, a listener beyond loopback that
 // would let anyone in, unless --insecure; the message says what to give.
 func TestServeRefusesOpenExposure(t *testing.T) {
+	// Should serve start after all, it stops at once and the test fails.
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	serveContext = func() context.Context { return stopped }
+	t.Cleanup(func() { serveContext = context.Background })
 	for _, c := range []struct {
 		args []string
 		want string

@@ -114,7 +114,7 @@ func serve(args []string, stdout io.Writer) error {
 	s := runner.NewServer(&runner.LocalExecutor{NoLift: !*lift, FixedPrecombine: !*adaptive, NoUnlift: !*unlift, StateDir: *stateDir,
 		NoMetrics: !*metricsOn, FnAPIHost: sf.fnAPIHost}, opts)
 
-	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stopSignals := signal.NotifyContext(serveContext(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	web, err := serveHTTP(ctx, s, *httpAddr, runner.HTTPOptions{Logger: log, Access: access,
 		Telemetry: telemetry.Options{OTLPEndpoint: *otlp, OTLPInterval: *otlpEvery}}, log, stdout)
@@ -164,6 +164,10 @@ func serve(args []string, stdout io.Writer) error {
 	}
 	return err
 }
+
+// serveContext is the context serve runs in until a signal: a test that
+// expects serve to refuse its flags ends it at once should it start.
+var serveContext = context.Background
 
 // serveExpansion serves weir's expansion service on addr in the
 // background, with the server's access policy.
