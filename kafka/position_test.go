@@ -22,7 +22,7 @@ func TestReadResume(t *testing.T) {
 	produce(t, c, "in", recs...)
 	// Partition 0 holds v0 v3 v6, 1 holds v1 v4 v7, 2 holds v2 v5 v8.
 	pos := &Position{Next: map[string]map[int32]int64{"in": {0: 2, 1: 1}}, Read: 3}
-	cfg := kafkaio.ReadConfig{BootstrapServers: c.ListenAddrs(), Topics: []string{"in"}, MaxRecords: 3 + 6}
+	cfg := kafkaio.ReadConfig{BootstrapServers: c.Addrs, Topics: []string{"in"}, MaxRecords: 3 + 6}
 	r, err := Open(context.Background(), &cfg, ReaderOptions{Name: "resume", PollWait: 20 * time.Millisecond, Resume: pos})
 	if err != nil {
 		t.Fatal(err)
