@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -338,6 +339,56 @@ func testTxnSinkFencedByAnotherWriter(t *testing.T, c *kafkatest.Broker) {
 	must(t, second.Barrier(ctx, 2))
 	must(t, second.CheckpointComplete(ctx, 2))
 	e.want(t, "a", "b", "c")
+}
+
+// TestTxnWriterTransactionTimedOut: a commit that outlives its
+// transaction timeout, which the broker aborts (and, with Kafka's
+// transaction.version 2, bumps the producer epoch for), fails, and is
+// retried; the next commit of the same writer succeeds. The timed-out
+// records are not committed. Kafka lets the producer whose transaction
+// it timed out abort with its own producer id and go on; kfake answers
+// that abort with PRODUCER_FENCED, so the writer, which takes
+// ProducerFenced for another writer holding its id, would stop.
+func TestTxnWriterTransactionTimedOut(t *testing.T) { kafkatest.Each(t, testTxnWriterTransactionTimedOut) }
+
+func testTxnWriterTransactionTimedOut(t *testing.T, c *kafkatest.Broker) {
+	if !c.Real() {
+		t.Skip("kfake fences the producer of a transaction it timed out; Kafka does not")
+	}
+	e := newTxnEnv(t, c)
+	ctx := context.Background()
+	w, err := NewTxnWriter(&kafkaio.WriteConfig{BootstrapServers: c.Addrs, Topic: e.topic, Semantic: kafkaio.ExactlyOnce},
+		TxnOptions{Name: "sink[0]", TransactionalID: e.txnID, ClientOpts: []kgo.Opt{kgo.TransactionTimeout(time.Second)}})
+	must(t, err)
+	t.Cleanup(w.Close)
+	adm := c.Admin(t)
+	_, err = w.Commit(ctx, "run", 1, func(produce func(key, value []byte)) error {
+		produce([]byte("klate"), []byte("late"))
+		must(t, w.client.Flush(ctx)) // the timeout runs from the first record
+		for {
+			d, err := adm.DescribeTransactions(ctx, e.txnID)
+			must(t, err)
+			if st := d[e.txnID].State; st != "Ongoing" {
+				t.Logf("the transaction is %s", st)
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		produce([]byte("klater"), []byte("later"))
+		return nil
+	})
+	if err == nil || twophase.IsPermanent(err) {
+		t.Fatalf("a commit past its transaction timeout = %v, want an error to retry", err)
+	}
+	t.Logf("the timed-out commit: %v", err)
+	n, err := w.Commit(ctx, "run", 1, func(produce func(key, value []byte)) error {
+		produce([]byte("kagain"), []byte("again"))
+		return nil
+	})
+	if err != nil || n != 1 {
+		t.Fatalf("the commit after the timeout = %d, %v; want 1 record", n, err)
+	}
+	e.want(t, "again")
 }
 
 func TestParseMarker(t *testing.T) {
