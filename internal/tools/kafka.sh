@@ -209,14 +209,16 @@ stop() {
 }
 
 run() {
-  local dir=$1
+  run_dir=$1 # global: the EXIT trap runs after run returns
   shift
   [ "${1:-}" = -- ] && shift
   [ $# -gt 0 ] || die "run: no command"
-  rm -rf "$dir"
+  stop "$run_dir" # a broker an interrupted run left
+  rm -rf "$run_dir"
   local addr status=0
-  addr=$(start "$dir")
-  trap 'stop "$dir"' EXIT
+  trap 'stop "$run_dir"' EXIT
+  trap 'exit 130' INT TERM
+  addr=$(start "$run_dir")
   WEIR_KAFKA_BROKERS=$addr "$@" || status=$?
   return $status
 }
