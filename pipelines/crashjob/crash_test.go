@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func crashTest(t *testing.T, sink string, broker func(testing.TB) *kafkatest.Bro
 	}
 	dir := t.TempDir()
 	b := broker(t)
-	job := build(t, dir)
+	job := build(t)
 	brokers := b.String()
 	// Topics are made here, not on first use: a real broker, like
 	// production ones, does not create them.
@@ -269,24 +270,52 @@ func readFiles(dir string) ([]string, error) {
 	return out, nil
 }
 
-func build(t *testing.T, dir string) (job string) {
-	job = filepath.Join(dir, "crashjob")
-	goBuild(t, job, ".")
-	return job
+// built holds the binaries the tests build, each once per test process:
+// linking them takes longer than a crash test's subtest on a busy machine.
+var built struct {
+	sync.Mutex
+	dir  string
+	bins map[string]string // package to binary
 }
 
-func goBuild(t testing.TB, bin, pkg string) {
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+func build(t testing.TB) (job string) { return goBuild(t, "crashjob", ".") }
+
+// goBuild builds pkg into a binary called name, or returns the one built
+// before.
+func goBuild(t testing.TB, name, pkg string) string {
+	built.Lock()
+	defer built.Unlock()
+	if bin, ok := built.bins[pkg]; ok {
+		return bin
+	}
+	if built.dir == "" {
+		dir, err := os.MkdirTemp("", "crashjob-bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		built.dir, built.bins = dir, map[string]string{}
+	}
+	bin := filepath.Join(built.dir, name)
 	cmd := exec.Command("go", "build", "-o", bin, pkg)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
+	built.bins[pkg] = bin
+	return bin
 }
 
 // startKfake runs kfake as its own process, so that killing the job
 // cannot take the broker with it, and returns it.
 func startKfake(t testing.TB) *kafkatest.Broker {
-	bin := filepath.Join(t.TempDir(), "kfake")
-	goBuild(t, bin, "../../internal/tools/kfake")
+	bin := goBuild(t, "kfake", "../../internal/tools/kfake")
 	cmd := exec.Command(bin, "--port=0", fmt.Sprintf("--partitions=%d", partitions))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
