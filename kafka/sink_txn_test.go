@@ -180,6 +180,29 @@ func testTxnSinkCommitsOnCheckpointComplete(t *testing.T, c *kafkatest.Broker) {
 	}
 }
 
+// TestTxnSinkCommitsBackToBack: checkpoints that complete one after
+// another each commit at the first attempt, with no warning. Before each
+// commit the sink reads its marker, which a real broker reports unstable
+// until it has finished the previous commit; that is waited out, not
+// retried as a failure.
+func TestTxnSinkCommitsBackToBack(t *testing.T) { kafkatest.Each(t, testTxnSinkCommitsBackToBack) }
+
+func testTxnSinkCommitsBackToBack(t *testing.T, c *kafkatest.Broker) {
+	e := newTxnEnv(t, c)
+	ctx := context.Background()
+	s := e.sink(t, twophasetest.Store(t))
+	s.OnError = func(err error) { t.Errorf("retried %v", err) }
+	var vals []string
+	for id := range executor.BarrierID(20) {
+		v := fmt.Sprint(100 + id) // sorted as numbers and as strings
+		vals = append(vals, v)
+		must(t, s.Process(ctx, 0, elems(v)))
+		must(t, s.Barrier(ctx, id+1))
+		must(t, s.CheckpointComplete(ctx, id+1))
+	}
+	e.want(t, vals...)
+}
+
 // TestTxnSinkCrashBeforeCommit: the job crashes after checkpoint 1's
 // pre-commit (its snapshot holds the records) but before the commit, with
 // a transaction of the crashed sink left open in Kafka. A sink over the

@@ -158,12 +158,34 @@ func parseMarker(meta, run string) executor.BarrierID {
 
 // Marker returns the newest checkpoint of run whose records are
 // committed; 0 when none is. It reads committed offsets only
-// (RequireStable): while a transaction is being completed the broker
-// answers with a retriable error.
+// (RequireStable). Kafka answers UNSTABLE_OFFSET_COMMIT until the
+// coordinator has written the markers of the last transaction that
+// committed the group's offsets, which it does after EndTxn returns: right
+// after this writer's own commit, that is the usual answer. Marker waits
+// it out quietly for a while (unstableRetries) before returning it.
 func (w *TxnWriter) Marker(ctx context.Context, run string) (executor.BarrierID, error) {
 	if err := w.connect(ctx); err != nil {
 		return 0, err
 	}
+	for attempt := 0; ; attempt++ {
+		m, err := w.marker(ctx, run)
+		if !errors.Is(err, kerr.UnstableOffsetCommit) || attempt == unstableRetries {
+			return m, err
+		}
+		if err := sleep(ctx, unstableWait); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// unstableRetries and unstableWait bound how long Marker waits for
+// offsets to become stable before it reports the error (about 2 s).
+const (
+	unstableRetries = 100
+	unstableWait    = 20 * time.Millisecond
+)
+
+func (w *TxnWriter) marker(ctx context.Context, run string) (executor.BarrierID, error) {
 	resps, err := w.adm.FetchOffsets(kadm.RequireStable(ctx), w.group)
 	if errors.Is(err, kerr.GroupIDNotFound) {
 		return 0, nil
