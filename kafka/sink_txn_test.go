@@ -336,7 +336,9 @@ func TestTxnSinkFencedFailsLoudly(t *testing.T) {
 // transactional id (a second job writing as this one) fences the first,
 // whose next commit fails at once, permanently, writing nothing, and
 // does not fence the second in turn.
-func TestTxnSinkFencedByAnotherWriter(t *testing.T) { kafkatest.Each(t, testTxnSinkFencedByAnotherWriter) }
+func TestTxnSinkFencedByAnotherWriter(t *testing.T) {
+	kafkatest.Each(t, testTxnSinkFencedByAnotherWriter)
+}
 
 func testTxnSinkFencedByAnotherWriter(t *testing.T, c *kafkatest.Broker) {
 	e := newTxnEnv(t, c)
@@ -372,7 +374,9 @@ func testTxnSinkFencedByAnotherWriter(t *testing.T, c *kafkatest.Broker) {
 // it timed out abort with its own producer id and go on; kfake answers
 // that abort with PRODUCER_FENCED, so the writer, which takes
 // ProducerFenced for another writer holding its id, would stop.
-func TestTxnWriterTransactionTimedOut(t *testing.T) { kafkatest.Each(t, testTxnWriterTransactionTimedOut) }
+func TestTxnWriterTransactionTimedOut(t *testing.T) {
+	kafkatest.Each(t, testTxnWriterTransactionTimedOut)
+}
 
 func testTxnWriterTransactionTimedOut(t *testing.T, c *kafkatest.Broker) {
 	if !c.Real() {
