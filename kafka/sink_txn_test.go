@@ -203,6 +203,41 @@ func testTxnSinkCommitsBackToBack(t *testing.T, c *kafkatest.Broker) {
 	e.want(t, vals...)
 }
 
+// TestTxnSinkMissingTopic: a commit to a topic that does not exist (the
+// brokers do not create topics on first use) is reported, naming the
+// sink and topic, and retried until the topic is created; then its
+// records are committed once.
+func TestTxnSinkMissingTopic(t *testing.T) { kafkatest.Each(t, testTxnSinkMissingTopic) }
+
+func testTxnSinkMissingTopic(t *testing.T, c *kafkatest.Broker) {
+	e := &txnEnv{b: c, topic: c.Name(t, "later"), txnID: c.Name(t, "sink")}
+	ctx := context.Background()
+	w, err := NewTxnWriter(&kafkaio.WriteConfig{BootstrapServers: c.Addrs, Topic: e.topic, Semantic: kafkaio.ExactlyOnce},
+		TxnOptions{Name: "sink[0]", TransactionalID: e.txnID, ClientOpts: []kgo.Opt{kgo.UnknownTopicRetries(1)}})
+	must(t, err)
+	t.Cleanup(w.Close)
+	s := &TxnSink{Writer: w, Pending: twophase.NewPending(twophasetest.Store(t), "s/0", "sink[0]"), In: kvBytesCodec(t)}
+	errs := make(chan error, 100)
+	s.OnError = func(err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	}
+	must(t, s.Process(ctx, 0, elems("a", "b")))
+	must(t, s.Barrier(ctx, 1))
+	done := make(chan error, 1)
+	go func() { done <- s.CheckpointComplete(ctx, 1) }()
+	err = <-errs
+	if want := fmt.Sprintf("kafka sink sink[0]: topic %q: commit of checkpoint 1", e.topic); !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q does not say %q", err, want)
+	}
+	t.Logf("retried: %v", err)
+	c.CreateTopic(t, e.topic, txnPartitions)
+	must(t, <-done)
+	e.want(t, "a", "b")
+}
+
 // TestTxnSinkCrashBeforeCommit: the job crashes after checkpoint 1's
 // pre-commit (its snapshot holds the records) but before the commit, with
 // a transaction of the crashed sink left open in Kafka. A sink over the
