@@ -38,3 +38,34 @@ func TestEach(t *testing.T) {
 		}
 	})
 }
+
+// TestOwnRestart: a broker of the test's own, killed and started again,
+// is back on the same address with the records it had.
+func TestOwnRestart(t *testing.T) {
+	o := StartOwn(t)
+	topic := o.Topic(t, "t", 1)
+	addr := o.String()
+	ctx := context.Background()
+	p := kgo.Record{Topic: topic, Value: []byte("before")}
+	if err := o.Client(t).ProduceSync(ctx, &p).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	o.Kill(t)
+	o.Start(t)
+	if o.String() != addr {
+		t.Errorf("restarted on %s, was %s", o, addr)
+	}
+	cl := o.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	for {
+		fs := cl.PollFetches(ctx)
+		if recs := fs.Records(); len(recs) > 0 {
+			if string(recs[0].Value) != "before" {
+				t.Errorf("read %q after the restart, want before", recs[0].Value)
+			}
+			return
+		}
+		if errs := fs.Errors(); len(errs) > 0 {
+			t.Logf("while the broker comes back: %v", errs[0].Err)
+		}
+	}
+}
