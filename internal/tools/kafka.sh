@@ -41,7 +41,7 @@ classpath() {
     [ $ok = 1 ] && { cat "$cpfile"; return; }
   fi
   command -v mvn >/dev/null || die "mvn not found (apt-get install maven)"
-  local args=(-B -q -f "$pomdir/pom.xml" dependency:build-classpath
+  local args=(-B -q -Dstyle.color=never -f "$pomdir/pom.xml" dependency:build-classpath
     -Dmdep.outputFile="$cpfile" -Dmdep.includeScope=runtime)
   mvn -o "${args[@]}" >/dev/null 2>&1 || mvn "${args[@]}" >&2 || die "Maven could not resolve the broker's jars"
   cat "$cpfile"
