@@ -49,7 +49,10 @@ classpath() {
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-alive() { [ -f "$1/broker.pid" ] && kill -0 "$(cat "$1/broker.pid")" 2>/dev/null; }
+# ours says whether pid is the broker of DIR: a pid file left by a
+# broker that died may name another process by now.
+ours() { tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null | grep -qF "$2/server.properties"; }
+alive() { [ -f "$1/broker.pid" ] && ours "$(cat "$1/broker.pid")" "$1"; }
 port_of() { sed -n 's|^advertised.listeners=PLAINTEXT://127.0.0.1:||p' "$1/server.properties"; }
 
 # configure writes DIR/server.properties for a broker on PORT whose
@@ -197,13 +200,14 @@ start() {
 stop() {
   local dir=${1:-$root/bin/kafka} sig=${2:-TERM}
   [ -f "$dir/broker.pid" ] || return 0
+  dir=$(cd "$dir" && pwd)
   local pid
   pid=$(cat "$dir/broker.pid")
-  if kill -0 "$pid" 2>/dev/null; then
+  if ours "$pid" "$dir"; then
     kill -s "$sig" "$pid" 2>/dev/null || true
-    for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-    kill -0 "$pid" 2>/dev/null && kill -s KILL "$pid" 2>/dev/null
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+    for _ in $(seq 150); do ours "$pid" "$dir" || break; sleep 0.2; done
+    ours "$pid" "$dir" && kill -s KILL "$pid" 2>/dev/null
+    while ours "$pid" "$dir"; do sleep 0.1; done
   fi
   rm -f "$dir/broker.pid"
 }
