@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -151,8 +152,10 @@ func (b *Broker) Topic(t testing.TB, base string, partitions int32) string {
 }
 
 // CreateTopic creates the topic name with partitions partitions (one
-// replica) and waits until every partition has a leader, as a real
-// broker's metadata trails its CreateTopics answer.
+// replica) and waits until every partition's leader serves it. A real
+// broker's metadata trails its CreateTopics answer, and the leader it
+// names answers NOT_LEADER_OR_FOLLOWER for a moment after that; a client
+// that meets it waits for its next metadata refresh (franz-go: 5 s).
 func (b *Broker) CreateTopic(t testing.TB, name string, partitions int32) {
 	t.Helper()
 	ctx := context.Background()
@@ -170,7 +173,22 @@ func (b *Broker) CreateTopic(t testing.TB, name string, partitions int32) {
 			t.Fatalf("kafkatest: metadata of topic %q on %s: %v", name, b, err)
 		}
 		if d, ok := md.Topics[name]; ok && d.Err == nil && len(d.Partitions) == int(partitions) && led(d.Partitions) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// ListOffsets goes to each partition's leader, which refuses it until
+	// it leads.
+	for {
+		ends, err := adm.ListEndOffsets(ctx, name)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil {
 			return
+		}
+		if !kerr.IsRetriable(err) {
+			t.Fatalf("kafkatest: end offsets of the new topic %q on %s: %v", name, b, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

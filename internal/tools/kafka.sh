@@ -227,13 +227,21 @@ run() {
   return $status
 }
 
-cmd=${1:-}
-shift || true
-case $cmd in
-  start) start "$@" ;;
-  stop) stop "${1:-}" ;;
-  kill) stop "${1:-}" KILL ;;
-  run) [ $# -ge 1 ] || die "run DIR -- CMD..."; run "$@" ;;
-  classpath) classpath ;;
-  *) die "usage: kafka.sh start [DIR [PORT]] | stop [DIR] | kill [DIR] | run DIR -- CMD... | classpath" ;;
-esac
+main() {
+  local cmd=${1:-}
+  shift || true
+  case $cmd in
+    start) start "$@" ;;
+    stop) stop "${1:-}" ;;
+    kill) stop "${1:-}" KILL ;;
+    run) [ $# -ge 1 ] || die "run DIR -- CMD..."; run "$@" ;;
+    classpath) classpath ;;
+    *) die "usage: kafka.sh start [DIR [PORT]] | stop [DIR] | kill [DIR] | run DIR -- CMD... | classpath" ;;
+  esac
+}
+
+# One call and exit, so that bash, which reads a script as it runs it,
+# reads nothing of this file after a long `run` (the file may have been
+# edited meanwhile).
+main "$@"
+exit
