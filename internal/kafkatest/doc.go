@@ -23,5 +23,6 @@
 // names on it (topics, consumer groups, transactional ids) goes through
 // Broker.Name, which makes the name unique to the test and the process.
 // Tests that steer the broker (kfake's ControlKey to inject errors) use
-// Fake; tests of what only a real broker does use Real.
+// Fake; tests of what only a real broker does use Real; tests that stop,
+// kill or restart a real broker take one of their own with StartOwn.
 package kafkatest
