@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -159,11 +160,18 @@ func (s *SDKStage) SnapshotState(BarrierID) ([]byte, error) {
 	return json.Marshal(st)
 }
 
-// RestoreState implements StateRestorer.
+// RestoreState implements StateRestorer. A field it does not know is
+// refused, not dropped: the state of another kind of operator (a stage
+// that required stable input when the checkpoint was taken, and so was
+// wrapped, twophase.StableInput) or of a newer weir would otherwise
+// restore as nothing, silently.
 func (s *SDKStage) RestoreState(b []byte) error {
 	var st sdkStageState
-	if err := json.Unmarshal(b, &st); err != nil {
-		return fmt.Errorf("stage %s: restore: %w", s.Spec.Name, err)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&st); err != nil {
+		return fmt.Errorf("stage %s: restore: the checkpoint's state is not an SDK stage's as this weir writes it "+
+			"(did the stage's requirements change, such as requires_stable_input?): %w", s.Spec.Name, err)
 	}
 	if st.UserSeq > 0 {
 		if s.User == nil {

@@ -250,6 +250,12 @@ func TestSDKStageStateRoundTrip(t *testing.T) {
 	if err := plain.RestoreState(b); err == nil {
 		t.Error("a stage without timers or restrictions took timers and residuals")
 	}
+	// A stable-input wrapper's snapshot (twophase.StableInput) is not
+	// taken as an empty one.
+	wrapped := fmt.Sprintf(`{"stable_input":1,"given":0,"inner":%q}`, b)
+	if err := NewSDKStage(spec, &Output{}).RestoreState([]byte(wrapped)); err == nil || !strings.Contains(err.Error(), "requires_stable_input") {
+		t.Errorf("a stable-input wrapper's snapshot restored into the bare stage: %v", err)
+	}
 }
 
 // onceSource emits one element, its restored state if it has one.
