@@ -49,9 +49,25 @@ type BarrierRecord struct {
 	// snapshot (none for sources), so a restored subtask neither fires
 	// windows early nor fires them again.
 	Watermarks []mtime.Time
+	// Channels are what the snapshot recorded of each input channel, in
+	// channel order (none for sources and for subtasks whose inputs had
+	// ended): the watermarks a restored subtask starts each channel at,
+	// rather than every channel of a port at the port's minimum.
+	Channels []ChannelMark
 	// State is what the operator or source keeps outside the store (see
 	// StateSnapshotter and Injector.OnSnapshot), opaque to the executor.
 	State []byte
+}
+
+// ChannelMark is what a snapshot records of one input channel: the
+// watermark and synthetic processing time the subtask had processed
+// (MaxTimestamp for a channel that had ended), and the newest of each
+// that an unaligned barrier overtook: sent before the barrier, processed
+// after the snapshot, so a restore hands them over after the in-flight
+// data. MinTimestamp where there is none.
+type ChannelMark struct {
+	Watermark, ProcessingTime                 mtime.Time
+	InFlightWatermark, InFlightProcessingTime mtime.Time
 }
 
 // StateSnapshotter is implemented by operators that keep state outside the

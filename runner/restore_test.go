@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
@@ -513,9 +514,13 @@ func TestReadRestorePoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	meta := func(m subtaskMeta) []byte { b, _ := json.Marshal(m); return b }
+	marks := []executor.ChannelMark{{Watermark: 42, ProcessingTime: mtime.MinTimestamp,
+		InFlightWatermark: 50, InFlightProcessingTime: 7}, {Watermark: mtime.MaxTimestamp, ProcessingTime: 3,
+		InFlightWatermark: mtime.MinTimestamp, InFlightProcessingTime: mtime.MinTimestamp}}
 	w.SetSubtask(checkpoint.Task{Node: 0, Subtask: 0}, meta(subtaskMeta{State: []byte(`{"fired":true}`)}))
 	w.SetSubtask(checkpoint.Task{Node: 1, Subtask: 1}, meta(subtaskMeta{StateFile: "n1-s1.sst", InFlightFile: "n1-s1.inflight",
-		Unaligned: true, Watermarks: []int64{42}, State: []byte(`{"seq":3}`)}))
+		Unaligned: true, Watermarks: []int64{42}, State: []byte(`{"seq":3}`),
+		Channels: []channelMeta{channelMetaOf(marks[0]), channelMetaOf(marks[1])}}))
 	if err := w.Commit(time.Now(), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -549,8 +554,8 @@ func TestReadRestorePoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rs.Finished || string(rs.State) != `{"seq":3}` || len(rs.Watermarks) != 1 || rs.Watermarks[0] != 42 ||
-		fmt.Sprint(batches) != "[1/0:x]" {
-		t.Errorf("operator: %+v, in flight %v", rs, batches)
+		fmt.Sprint(batches) != "[1/0:x]" || !slices.Equal(rs.Channels, marks) {
+		t.Errorf("operator: %+v, in flight %v; want channels %v", rs, batches, marks)
 	}
 }
 
