@@ -125,13 +125,17 @@ func (g *TriggeredGroupByKey) RestoreState(b []byte) error {
 // waiting to resume with their watermark hold, the main-input elements
 // waiting for side inputs, and the side inputs' contents.
 type sdkStageState struct {
-	UserSeq  uint64         `json:"user_seq,omitempty"`
-	Timers   []timers.Timer `json:"timers,omitempty"`
-	Pending  [][]byte       `json:"pending,omitempty"`
-	ResHold  mtime.Time     `json:"residual_hold,omitempty"`
-	Waiting  [][]byte       `json:"waiting,omitempty"`
-	WaitHold mtime.Time     `json:"waiting_hold,omitempty"`
-	Sides    []sideSnapshot `json:"sides,omitempty"`
+	UserSeq uint64         `json:"user_seq,omitempty"`
+	Timers  []timers.Timer `json:"timers,omitempty"`
+	Pending [][]byte       `json:"pending,omitempty"`
+	ResHold mtime.Time     `json:"residual_hold,omitempty"`
+	// ResumeAt (Unix milliseconds) is when the residuals may run, and
+	// ResumeLeft the rest of their delay at the snapshot (sdfresume.go).
+	ResumeAt   int64          `json:"resume_at_ms,omitempty"`
+	ResumeLeft int64          `json:"resume_left_ms,omitempty"`
+	Waiting    [][]byte       `json:"waiting,omitempty"`
+	WaitHold   mtime.Time     `json:"waiting_hold,omitempty"`
+	Sides      []sideSnapshot `json:"sides,omitempty"`
 }
 
 // SnapshotState implements StateSnapshotter. A stage with nothing in
@@ -149,6 +153,7 @@ func (s *SDKStage) SnapshotState(BarrierID) ([]byte, error) {
 	}
 	if len(s.pending) > 0 {
 		st.Pending, st.ResHold = s.pending, s.resHold
+		st.ResumeAt, st.ResumeLeft = s.resumeSnapshot()
 	}
 	if len(s.waiting) > 0 {
 		st.Waiting, st.WaitHold = s.waiting, s.waitHold
@@ -196,6 +201,7 @@ func (s *SDKStage) RestoreState(b []byte) error {
 			return fmt.Errorf("stage %s: restore: the checkpoint holds %d residuals of a stage that processes no restrictions", s.Spec.Name, len(st.Pending))
 		}
 		s.pending, s.resHold = st.Pending, st.ResHold
+		s.restoreResume(st.ResumeAt, st.ResumeLeft)
 		for _, e := range st.Pending {
 			s.bytes += len(e)
 		}
