@@ -77,6 +77,18 @@ type StateSnapshotter interface {
 	SnapshotState(id BarrierID) ([]byte, error)
 }
 
+// Detacher is implemented by operators whose input elements may name what
+// lives no longer than the process: a group-by-key's held group, which a
+// consumer reads by token (heldinput.go). Detach returns elems as a
+// checkpoint must keep them to replay after a restore, each such group
+// read and inlined; the rest come back as they are. The gate passes the
+// in-flight data an unaligned barrier overtakes through it. With release,
+// the result replaces elems for good (twophase.StableInput keeps it in
+// the store), so their claims on the groups are given up.
+type Detacher interface {
+	Detach(port int, elems [][]byte, release bool) ([][]byte, error)
+}
+
 // inFlight records the batches an unaligned barrier overtook:
 //
 //	batch: uvarint channel | uvarint port | uvarint count | count × (uvarint len | bytes)

@@ -235,7 +235,9 @@ func (g *gate) process(ctx context.Context, ch int, m Message) error {
 		if g.unaligned && !c.got {
 			// Sent before the barrier, processed after the snapshot: the
 			// snapshot must carry it.
-			g.flight.add(ch, c.port, m.Elems)
+			if err := g.record(ch, m.Elems); err != nil {
+				return err
+			}
 		}
 		g.stats.in(m.Elems)
 		return g.op.Process(ctx, c.port, m.Elems)
@@ -477,18 +479,26 @@ func (g *gate) overtake(ctx context.Context) error {
 			continue
 		}
 		for _, m := range c.queue[:min(c.pos, c.taken)-c.delivered] {
-			g.overtook(i, m)
+			if err := g.overtook(i, m); err != nil {
+				return err
+			}
 		}
 		seq := c.taken
+		var err error
 		if seq < c.pos && g.scan != nil {
 			g.scan(func(env envelope) bool {
 				if env.ch != i || env.msg.Kind == KindBarrier {
 					return true
 				}
-				g.overtook(i, env.msg)
+				if err = g.overtook(i, env.msg); err != nil {
+					return false
+				}
 				seq++
 				return seq < c.pos
 			})
+		}
+		if err != nil {
+			return err
 		}
 		if seq < c.pos {
 			return fmt.Errorf("executor: channel %d: barrier %d after message %d, but only %d arrived",
@@ -502,16 +512,31 @@ func (g *gate) overtake(ctx context.Context) error {
 // overtook records message m of channel ch, which the pending unaligned
 // barrier overtook, as in flight: its data, or its watermark or
 // processing time.
-func (g *gate) overtook(ch int, m Message) {
+func (g *gate) overtook(ch int, m Message) error {
 	c := &g.channels[ch]
 	switch m.Kind {
 	case KindData:
-		g.flight.add(ch, c.port, m.Elems)
+		return g.record(ch, m.Elems)
 	case KindWatermark:
 		c.flightWM = max(c.flightWM, m.Watermark)
 	case KindProcessingTime:
 		c.flightPT = max(c.flightPT, m.Watermark)
 	}
+	return nil
+}
+
+// record adds data of channel ch to the in-flight data, as the operator
+// says it must be kept (Detacher).
+func (g *gate) record(ch int, elems [][]byte) error {
+	port := g.channels[ch].port
+	if d, ok := g.op.(Detacher); ok {
+		var err error
+		if elems, err = d.Detach(port, elems, false); err != nil {
+			return fmt.Errorf("executor: in-flight data of channel %d: %w", ch, err)
+		}
+	}
+	g.flight.add(ch, port, elems)
+	return nil
 }
 
 // channelMarks appends what the snapshot records of each channel now to

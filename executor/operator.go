@@ -54,6 +54,7 @@ var Capabilities = []reflect.Type{
 	reflect.TypeFor[StateSnapshotter](),
 	reflect.TypeFor[StateRestorer](),
 	reflect.TypeFor[CheckpointListener](),
+	reflect.TypeFor[Detacher](),
 }
 
 // Source is an operator without inputs: it produces until done, and

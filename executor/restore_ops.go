@@ -156,7 +156,13 @@ func (s *SDKStage) SnapshotState(BarrierID) ([]byte, error) {
 		st.ResumeAt, st.ResumeLeft = s.resumeSnapshot()
 	}
 	if len(s.waiting) > 0 {
-		st.Waiting, st.WaitHold = s.waiting, s.waitHold
+		// Held groups among them are kept whole: their tokens die with
+		// the process.
+		w, err := s.state.held.detachAll(s.waiting, false)
+		if err != nil {
+			return nil, err
+		}
+		st.Waiting, st.WaitHold = w, s.waitHold
 	}
 	st.Sides = s.snapshotSides()
 	if st.UserSeq == 0 && len(st.Timers) == 0 && len(st.Pending) == 0 && len(st.Waiting) == 0 && len(st.Sides) == 0 {

@@ -87,7 +87,21 @@ func (s *StableInput) Process(ctx context.Context, port int, elems [][]byte) err
 	if port != s.Main {
 		return s.Inner.Process(ctx, port, elems)
 	}
+	// What waits in the store must outlive the process: a held group's
+	// token does not, so the group is inlined, and its claim given up.
+	elems, err := s.Detach(port, elems, true)
+	if err != nil {
+		return err
+	}
 	return s.Pending.Append(s.epoch, elems)
+}
+
+// Detach implements executor.Detacher through Inner.
+func (s *StableInput) Detach(port int, elems [][]byte, release bool) ([][]byte, error) {
+	if d, ok := s.Inner.(executor.Detacher); ok {
+		return d.Detach(port, elems, release)
+	}
+	return elems, nil
 }
 
 // Watermark implements executor.Operator: a main input watermark waits

@@ -42,6 +42,14 @@ func (o *fullOp) RestoreState(b []byte) error {
 	o.calls = append(o.calls, "restore "+string(b))
 	return nil
 }
+func (o *fullOp) Detach(port int, elems [][]byte, release bool) ([][]byte, error) {
+	o.calls = append(o.calls, fmt.Sprint("detach ", port, " ", release))
+	out := make([][]byte, len(elems))
+	for i, e := range elems {
+		out[i] = append([]byte("detached "), e...)
+	}
+	return out, nil
+}
 func (o *fullOp) CheckpointComplete(_ context.Context, id executor.BarrierID) error {
 	o.calls = append(o.calls, fmt.Sprint("complete ", id))
 	return nil
@@ -80,6 +88,21 @@ var forwards = map[reflect.Type]func(t *testing.T, s *StableInput) []string{
 		check(t, err)
 		check(t, any(s).(executor.StateRestorer).RestoreState(b))
 		return []string{"restore inner state"}
+	},
+	reflect.TypeFor[executor.Detacher](): func(t *testing.T, s *StableInput) []string {
+		got, err := any(s).(executor.Detacher).Detach(0, b("a"), false)
+		check(t, err)
+		if string(got[0]) != "detached a" {
+			t.Errorf("Detach gave %q, want the wrapped operator's", got)
+		}
+		// Main input waits in the store: detached, for good.
+		check(t, s.Process(context.Background(), 0, b("x")))
+		var kept []string
+		check(t, s.Pending.Read(0, 1, func(_ executor.BarrierID, v []byte) error { kept = append(kept, string(v)); return nil }))
+		if !slices.Equal(kept, []string{"detached x"}) {
+			t.Errorf("the store keeps %q, want the detached element", kept)
+		}
+		return []string{"detach 0 false", "detach 0 true"}
 	},
 	reflect.TypeFor[executor.CheckpointListener](): func(t *testing.T, s *StableInput) []string {
 		check(t, any(s).(executor.CheckpointListener).CheckpointComplete(context.Background(), 3))
