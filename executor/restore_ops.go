@@ -136,6 +136,8 @@ type sdkStageState struct {
 	Waiting    [][]byte       `json:"waiting,omitempty"`
 	WaitHold   mtime.Time     `json:"waiting_hold,omitempty"`
 	Sides      []sideSnapshot `json:"sides,omitempty"`
+	// Unlift is how the stage's combine was decided to run (unlift.go).
+	Unlift string `json:"unlift,omitempty"`
 }
 
 // SnapshotState implements StateSnapshotter. A stage with nothing in
@@ -165,7 +167,11 @@ func (s *SDKStage) SnapshotState(BarrierID) ([]byte, error) {
 		st.Waiting, st.WaitHold = w, s.waitHold
 	}
 	st.Sides = s.snapshotSides()
-	if st.UserSeq == 0 && len(st.Timers) == 0 && len(st.Pending) == 0 && len(st.Waiting) == 0 && len(st.Sides) == 0 {
+	if s.Spec.Unlift != nil {
+		st.Unlift = s.Spec.Unlift.Switch.decision()
+	}
+	if st.UserSeq == 0 && len(st.Timers) == 0 && len(st.Pending) == 0 && len(st.Waiting) == 0 && len(st.Sides) == 0 &&
+		st.Unlift == "" {
 		return nil, nil
 	}
 	return json.Marshal(st)
@@ -214,6 +220,14 @@ func (s *SDKStage) RestoreState(b []byte) error {
 	}
 	if len(st.Waiting) > 0 {
 		s.waiting, s.waitHold = st.Waiting, st.WaitHold
+	}
+	if st.Unlift != "" {
+		if s.Spec.Unlift == nil {
+			return fmt.Errorf("stage %s: restore: the checkpoint holds a decision of a combine the stage has no part in", s.Spec.Name)
+		}
+		if err := s.Spec.Unlift.Switch.restore(st.Unlift); err != nil {
+			return fmt.Errorf("stage %s: restore: %w", s.Spec.Name, err)
+		}
 	}
 	return s.restoreSides(st.Sides)
 }
