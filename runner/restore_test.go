@@ -277,17 +277,29 @@ func TestRestoreAfterCrash(t *testing.T) {
 		// expiry: the stateful sum comes from the window's expiration
 		// (OnWindowExpiration), a timer only the runner sets.
 		expiry bool
-	}{{"aligned", false, false}, {"unaligned", false, false}, {"aligned", true, false}, {"aligned", true, true}} {
+		// stable: the stateful sum requires stable input, so its stage's
+		// operator is wrapped (twophase.StableInput), and its timer
+		// reaches checkpoints only through the wrapper's snapshot.
+		stable bool
+	}{{"aligned", false, false, false}, {"unaligned", false, false, false}, {"aligned", true, false, false},
+		{"aligned", true, true, false}, {"aligned", true, false, true}} {
 		mode := tc.mode
-		if tc.expiry {
+		switch {
+		case tc.stable:
+			mode = "stable-" + mode
+		case tc.expiry:
 			mode = "expiry-" + mode
-		} else if tc.stateful {
+		case tc.stateful:
 			mode = "stateful-" + mode
 		}
 		run := func(t *testing.T, name, run string, opts map[string]string,
 			before func(context.Context, int, func() error) error) ([]string, *Job, error) {
 			if tc.expiry {
 				testHookPipeline = withWindowExpiration(t, "expirySumFn", "expire")
+				defer func() { testHookPipeline = nil }()
+			}
+			if tc.stable {
+				testHookPipeline = requireStableInputOf(t, "windowSumFn")
 				defer func() { testHookPipeline = nil }()
 			}
 			return runRestoreJobOf(t, restorePipelineWith(run, tc.stateful, tc.expiry), name, run, opts, before)
