@@ -509,50 +509,6 @@ func (g *gate) overtake(ctx context.Context) error {
 	return g.maybeAligned(ctx)
 }
 
-// overtook records message m of channel ch, which the pending unaligned
-// barrier overtook, as in flight: its data, or its watermark or
-// processing time.
-func (g *gate) overtook(ch int, m Message) error {
-	c := &g.channels[ch]
-	switch m.Kind {
-	case KindData:
-		return g.record(ch, m.Elems)
-	case KindWatermark:
-		c.flightWM = max(c.flightWM, m.Watermark)
-	case KindProcessingTime:
-		c.flightPT = max(c.flightPT, m.Watermark)
-	}
-	return nil
-}
-
-// record adds data of channel ch to the in-flight data, as the operator
-// says it must be kept (Detacher).
-func (g *gate) record(ch int, elems [][]byte) error {
-	port := g.channels[ch].port
-	if d, ok := g.op.(Detacher); ok {
-		var err error
-		if elems, err = d.Detach(port, elems, false); err != nil {
-			return fmt.Errorf("executor: in-flight data of channel %d: %w", ch, err)
-		}
-	}
-	g.flight.add(ch, port, elems)
-	return nil
-}
-
-// channelMarks appends what the snapshot records of each channel now to
-// b; the in-flight parts come later (maybeAligned).
-func (g *gate) channelMarks(b []ChannelMark) []ChannelMark {
-	for i := range g.channels {
-		c := &g.channels[i]
-		wm, live := g.ports[c.port].InputWatermark(c.in)
-		if !live {
-			wm = mtime.MaxTimestamp
-		}
-		b = append(b, ChannelMark{Watermark: wm, ProcessingTime: c.pt})
-	}
-	return b
-}
-
 // snapshot takes the operator's snapshot of the pending barrier and sends
 // the barrier on.
 func (g *gate) snapshot(ctx context.Context) error {
