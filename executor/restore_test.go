@@ -82,6 +82,12 @@ func TestGateRestore(t *testing.T) {
 		{"state the operator cannot take", &SubtaskRestore{State: []byte("s")}, &statelessOp{}, nil, "", "cannot restore it"},
 		{"operator refuses its state", &SubtaskRestore{State: []byte("s")}, &restoreLog{fail: errors.New("bad blob")}, nil, "", "bad blob"},
 		{"too many watermarks", &SubtaskRestore{Watermarks: []mtime.Time{1, 2, 3}}, &restoreLog{}, nil, "", "3 port watermarks"},
+		{"channels of another subtask", &SubtaskRestore{Channels: make([]ChannelMark, 5)}, &restoreLog{}, nil, "", "5 channels recorded"},
+		{"channels replace the ports' watermarks",
+			&SubtaskRestore{Watermarks: []mtime.Time{1, 1}, Channels: []ChannelMark{
+				{Watermark: 100, InFlightWatermark: mtime.MinTimestamp}, {Watermark: 40, InFlightWatermark: 60},
+				{Watermark: 7, InFlightWatermark: mtime.MinTimestamp}}},
+			&restoreLog{}, nil, "wm0:40 wm1:7 wm0:60", ""},
 		{"in-flight data of a channel it does not have", &SubtaskRestore{InFlight: encodeInFlight([3]any{5, 0, "x"})},
 			&restoreLog{}, nil, "", "channel 5"},
 		{"in-flight data on the wrong port", &SubtaskRestore{InFlight: encodeInFlight([3]any{0, 1, "x"})},
