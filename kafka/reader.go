@@ -174,6 +174,10 @@ func Open(ctx context.Context, cfg *kafkaio.ReadConfig, opts ReaderOptions) (*Re
 		OutOfOrderness: time.Duration(cfg.MaxOutOfOrdernessMillis) * time.Millisecond,
 		IdleTimeout:    time.Duration(cfg.IdleTimeoutMillis) * time.Millisecond,
 	}, now)
+	if err := r.resumeWatermarks(opts.Resume); err != nil {
+		cl.Close()
+		return nil, err
+	}
 	r.paused = make([]bool, len(r.parts))
 	r.index = map[string]map[int32]int{}
 	consume := map[string]map[int32]kgo.Offset{}
