@@ -31,8 +31,10 @@ test: vet
 # by internal/tools/fuzz.sh; see docs/reliability.md. Not part of make test:
 # plain go test runs the seeds in testdata/fuzz.
 FUZZTIME ?= 1m
+FUZZMINIMIZE ?= 100x
+FUZZRUN ?= .
 fuzz:
-	FUZZTIME=$(FUZZTIME) GO=$(GO) internal/tools/fuzz.sh
+	FUZZTIME=$(FUZZTIME) FUZZMINIMIZE=$(FUZZMINIMIZE) FUZZRUN=$(FUZZRUN) GO=$(GO) internal/tools/fuzz.sh
 
 # The web UI's browser tests (webui, webui/uitest) in headless Chromium.
 # `make chromium` installs Debian's chromium once (internal/tools/chromium.sh)
