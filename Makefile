@@ -19,9 +19,18 @@ vet:
 # The browser tests (webui, and cmd/weir's against weir serve) run in
 # headless Chromium, which chromium.sh installs once; they fail, not skip,
 # in make test.
+#
+# Then the packages whose goroutines share memory run again under -race
+# (docs/reliability.md has the times). In runner's race run,
+# TestExactlyOnceKafkaEndToEnd is skipped: once in seven race runs its
+# output held two positions near 2^62, half way through its endless SDF's
+# restriction, as if the residual of a split had run before the drain.
+# That is open (docs/reliability.md); the test runs in the plain pass.
 test: vet
 	WEIR_REQUIRE_CHROMIUM=1 WEIR_CHROMIUM=$$(internal/tools/chromium.sh) $(GO) test ./...
-	$(GO) test -race ./executor/... ./jobview/... ./telemetry/... ./webui/...
+	$(GO) test -race ./executor/... ./jobview/... ./telemetry/... ./webui/... \
+		./fnapi/... ./checkpoint/... ./state/... ./kafka/... ./expansion/... ./internal/contain/...
+	$(GO) test -race -skip '^TestExactlyOnceKafkaEndToEnd$$' ./runner/...
 	$(MAKE) vr-smoke
 	$(MAKE) python-test
 	$(MAKE) java-test
