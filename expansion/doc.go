@@ -16,11 +16,11 @@
 // # One Expand call
 //
 //  1. The transform's payload is Beam's ExternalConfigurationPayload: a
-//     schema and one row encoded with it. The row is decoded with the Go SDK's
-//     own schema and row coder code into fields keyed by name. Names are
-//     compared without case and underscores, so Go's ConsumerConfig and
-//     Python's consumer_config are the same field, as in Java's expansion
-//     service.
+//     schema and one row encoded with it. The row is decoded by weir's own
+//     row decoder (row.go), which bounds what a request can make it
+//     allocate, into fields keyed by name. Names are compared without case
+//     and underscores, so Go's ConsumerConfig and Python's consumer_config
+//     are the same field, as in Java's expansion service.
 //  2. The fields are mapped onto kafkaio.ReadConfig or WriteConfig (read.go,
 //     write.go). A field weir cannot honour, an unknown field or a missing
 //     required one is an error that names the URN and the field; fields that
@@ -35,5 +35,7 @@
 //     service.
 //
 // Bad requests never panic or fail the RPC: the SDKs retry failed RPCs with
-// back-off, while ExpansionResponse.Error is reported at once.
+// back-off, while ExpansionResponse.Error is reported at once. Should the
+// service itself panic, the request answers Internal and the server runs
+// on (package contain).
 package expansion

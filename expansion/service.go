@@ -10,6 +10,8 @@ import (
 
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	"google.golang.org/grpc"
+
+	"github.com/weir-runner/weir/internal/contain"
 )
 
 // Options configures a Service. The zero value is ready to use.
@@ -42,6 +44,7 @@ func NewService(opts Options) *Service {
 // response whose Error says why, never an RPC error: the SDKs retry RPC
 // errors with back-off but report ExpansionResponse.Error at once.
 func (s *Service) Expand(_ context.Context, req *jobpb.ExpansionRequest) (*jobpb.ExpansionResponse, error) {
+	contain.At(contain.Expansion, "")
 	urn := req.GetTransform().GetSpec().GetUrn()
 	res, err := s.expand(req)
 	if err != nil {
@@ -100,7 +103,12 @@ type Server struct {
 func NewServer(svc *Service, opts ...grpc.ServerOption) *Server {
 	// Requests carry the input PCollections' coders, which can hold large
 	// serialized functions; the job server lifts gRPC's 4 MiB limit too.
-	g := grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(math.MaxInt32), grpc.MaxSendMsgSize(math.MaxInt32))...)
+	// A panic expanding one request answers it Internal and is logged with
+	// its stack; it never ends the server.
+	g := grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(math.MaxInt32), grpc.MaxSendMsgSize(math.MaxInt32),
+		grpc.ChainUnaryInterceptor(contain.UnaryServer(func(_ context.Context, method string, p *contain.PanicError) {
+			svc.log.Error("weir: expansion service panicked", "method", method, "panic", p.Value, "stack", string(p.Stack))
+		})))...)
 	jobpb.RegisterExpansionServiceServer(g, svc)
 	return &Server{grpc: g}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/weir-runner/weir/checkpoint"
 	"github.com/weir-runner/weir/executor"
 	"github.com/weir-runner/weir/fnapi"
+	"github.com/weir-runner/weir/internal/contain"
 	"github.com/weir-runner/weir/state"
 	"github.com/weir-runner/weir/translate"
 	"github.com/weir-runner/weir/triggers"
@@ -80,6 +81,12 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 	if err != nil {
 		return err
 	}
+	// A panic on one of the job's own goroutines (the sampler, the
+	// checkpoint driver and writers) fails the job through failJob, with
+	// the panic as the cause; the job's id in ctx is for contain's test
+	// hook.
+	ctx, failJob := context.WithCancelCause(contain.WithJob(ctx, string(j.ID)))
+	defer failJob(nil)
 	fn, err := fnapi.NewServer(fnapi.Options{
 		JobID: string(j.ID), JobName: j.Name, PipelineOptions: j.Options,
 		Artifacts: NewArtifactRetrieval(j), Dependencies: j.Artifacts, Host: e.FnAPIHost,
@@ -128,7 +135,10 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		j.observed.Store(obs)
 		obsCtx, stopObs := context.WithCancel(context.Background())
 		obsDone := make(chan struct{})
-		go func() { defer close(obsDone); obs.run(obsCtx) }()
+		goContained(contain.Sampler, failJob, obsDone, func() {
+			contain.At(contain.Sampler, string(j.ID))
+			obs.run(obsCtx)
+		})
 		// Deferred before the store closes, so the last sample reads it open.
 		defer func() { stopObs(); <-obsDone }()
 	}
@@ -150,12 +160,9 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		if rp != nil {
 			g.Restore = rp.subtask
 		}
-		runCtx, cancel := context.WithCancelCause(ctx)
-		defer cancel(nil)
-		ctx = runCtx
 		ck, err = startCheckpoints(j, ckCfg, g, store, func(node, sub int) []string {
 			return stageNamespaces(plan.Stages[node], sub)
-		}, func(err error) { cancel(err) })
+		}, failJob)
 		if err != nil {
 			return err
 		}
@@ -177,7 +184,7 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 			j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "%v", err)
 		}
 	}
-	if cause := context.Cause(ctx); err != nil && errors.Is(cause, checkpoint.ErrTooManyFailures) {
+	if cause := context.Cause(ctx); err != nil && (errors.Is(cause, checkpoint.ErrTooManyFailures) || panicked(cause)) {
 		// Not the error of whichever subtask saw the cancellation first.
 		return cause
 	}
