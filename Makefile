@@ -23,17 +23,13 @@ vet:
 # stops after it; its subtests fail, not skip, without it.
 #
 # Then the packages whose goroutines share memory run again under -race
-# (docs/reliability.md has the times), on kfake. In runner's race run,
-# TestExactlyOnceKafkaEndToEnd is skipped: once in seven race runs its
-# output held two positions near 2^62, half way through its endless SDF's
-# restriction, as if the residual of a split had run before the drain.
-# That is open (docs/reliability.md); the test runs in the plain pass.
+# (docs/reliability.md has the times), on kfake.
 test: vet
 	internal/tools/kafka.sh run $(BIN)/kafka-test -- env WEIR_REQUIRE_KAFKA=1 \
 		WEIR_REQUIRE_CHROMIUM=1 WEIR_CHROMIUM=$$(internal/tools/chromium.sh) $(GO) test ./...
 	$(GO) test -race ./executor/... ./jobview/... ./telemetry/... ./webui/... \
 		./fnapi/... ./checkpoint/... ./state/... ./kafka/... ./expansion/... ./internal/contain/...
-	$(GO) test -race -skip '^TestExactlyOnceKafkaEndToEnd$$' ./runner/...
+	$(GO) test -race ./runner/...
 	$(MAKE) vr-smoke
 	$(MAKE) python-test
 	$(MAKE) java-test
