@@ -25,9 +25,10 @@ type Pending struct {
 // The cells of a sink's namespace. One key group: a sink's output is not
 // keyed, and the namespace is the subtask's own.
 var (
-	recordsCell = state.Cell{Transform: "weir:sink", StateID: "pending"}
-	sealedCell  = state.Cell{Transform: "weir:sink", StateID: "sealed"}
-	runCell     = state.Cell{Transform: "weir:sink", StateID: "run"}
+	recordsCell  = state.Cell{Transform: "weir:sink", StateID: "pending"}
+	preparedCell = state.Cell{Transform: "weir:sink", StateID: "prepared"}
+	sealedCell   = state.Cell{Transform: "weir:sink", StateID: "sealed"}
+	runCell      = state.Cell{Transform: "weir:sink", StateID: "run"}
 )
 
 // NewPending returns the pending output kept under namespace ns (the sink
@@ -136,10 +137,43 @@ func (p *Pending) Read(lo, hi executor.BarrierID, fn func(epoch executor.Barrier
 	return nil
 }
 
-// Delete removes every epoch below id.
+// Prepare keeps the committable of epoch.
+func (p *Pending) Prepare(epoch executor.BarrierID, committable []byte) error {
+	t := p.us.Begin()
+	if err := t.OrderedAppend(preparedCell, never, int64(epoch), committable); err != nil {
+		t.Abort()
+		return fmt.Errorf("sink %s: keep committable of epoch %d: %w", p.name, epoch, err)
+	}
+	if err := t.Commit(); err != nil {
+		return fmt.Errorf("sink %s: keep committable of epoch %d: %w", p.name, epoch, err)
+	}
+	return nil
+}
+
+// Prepared returns the committables of the epochs in [lo, hi), in epoch
+// order.
+func (p *Pending) Prepared(lo, hi executor.BarrierID) ([]Committable, error) {
+	t := p.us.Begin()
+	defer t.Abort()
+	var cs []Committable
+	err := t.OrderedRead(preparedCell, int64(lo), int64(hi), func(k int64, v []byte) error {
+		cs = append(cs, Committable{Epoch: executor.BarrierID(k), Data: append([]byte(nil), v...)})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sink %s: read committables of epochs [%d, %d): %w", p.name, lo, hi, err)
+	}
+	return cs, nil
+}
+
+// Delete removes every epoch below id: its values and its committable.
 func (p *Pending) Delete(below executor.BarrierID) error {
 	t := p.us.Begin()
-	if err := t.OrderedClear(recordsCell, 0, int64(below)); err != nil {
+	err := t.OrderedClear(recordsCell, 0, int64(below))
+	if err == nil {
+		err = t.OrderedClear(preparedCell, 0, int64(below))
+	}
+	if err != nil {
 		t.Abort()
 		return fmt.Errorf("sink %s: drop epochs below %d: %w", p.name, below, err)
 	}
