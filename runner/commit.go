@@ -110,13 +110,16 @@ func twoPhaseNode(n *executor.Node, s *translate.Stage, plan *translate.Plan, st
 			if err != nil {
 				return nil, err
 			}
-			return &kafka.TxnSink{Writer: w, Pending: twophase.NewPending(store, stageNamespace(s, sub), name),
-				In: in.Codec, OnError: warn}, nil
+			return &twophase.Driver{Sink: &kafka.TxnSink{Writer: w, In: in.Codec},
+				Pending: twophase.NewPending(store, stageNamespace(s, sub), name),
+				Name:    fmt.Sprintf("kafka sink %s: topic %q", name, s.KafkaWrite.Topic), OnRetry: warn}, nil
 		}
 	case translate.KindFileWrite:
 		n.New = func(sub int, _ *executor.Output) (executor.Operator, error) {
-			return &filesink.Sink{Config: s.FileWrite, Name: s.Name, Subtask: sub, In: in.Codec, OnError: warn,
-				Pending: twophase.NewPending(store, stageNamespace(s, sub), fmt.Sprintf("%s[%d]", s.Name, sub))}, nil
+			name := fmt.Sprintf("%s[%d]", s.Name, sub)
+			return &twophase.Driver{Sink: &filesink.Sink{Config: s.FileWrite, Name: s.Name, Subtask: sub, In: in.Codec},
+				Pending: twophase.NewPending(store, stageNamespace(s, sub), name),
+				Name:    fmt.Sprintf("file sink %s: dir %q", name, s.FileWrite.Dir), OnRetry: warn}, nil
 		}
 	default:
 		return fmt.Errorf("stage %s: %v is not a two-phase-commit sink", s.Name, s.Kind)
