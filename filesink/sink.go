@@ -46,8 +46,8 @@ type Sink struct {
 
 	lineage, run string
 	epoch        executor.BarrierID // the epoch of file
-	file  vfs.File           // the open epoch's temporary file; nil before its first record
-	w     *bufio.Writer
+	file         vfs.File           // the open epoch's temporary file; nil before its first record
+	w            *bufio.Writer
 	// Committed counts the files renamed into place, for tests.
 	Committed int
 }
