@@ -60,6 +60,9 @@ type TxnWriter struct {
 	// abort after the failure failed too, and is tried again before the
 	// next transaction begins.
 	unended bool
+	// grouped says the marker group holds an offset for the topic's
+	// partition 0 (Markers).
+	grouped bool
 }
 
 // NewTxnWriter returns a transactional writer to cfg's topic. It does not
@@ -148,7 +151,11 @@ func (w *TxnWriter) Markers(ctx context.Context) (Markers, error) {
 		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
-		ms, err := w.markers(ctx)
+		ms, found, err := w.markers(ctx)
+		if err == nil && !found && !w.grouped {
+			err = w.makeGroup(ctx)
+		}
+		w.grouped = w.grouped || err == nil
 		if !errors.Is(err, kerr.UnstableOffsetCommit) || attempt == unstableRetries {
 			return ms, err
 		}
@@ -158,6 +165,31 @@ func (w *TxnWriter) Markers(ctx context.Context) (Markers, error) {
 	}
 }
 
+// makeGroup gives the marker group an offset with no marker, outside any
+// transaction, before the writer's first transaction. Kafka answers a
+// stable read (RequireStable) of a group that has only offsets a
+// transaction is still completing with no offsets at all, not with
+// UNSTABLE_OFFSET_COMMIT: right after the first commit of a new group,
+// its marker would read as absent, and a commit whose outcome was unknown
+// would be written again. A group with an offset already answers
+// UNSTABLE_OFFSET_COMMIT until the transaction is complete.
+//
+// Nothing of this transactional id is being committed meanwhile: the
+// writer's producer id was just initialised, which completes the
+// transactions of earlier writers first, and it has begun none.
+func (w *TxnWriter) makeGroup(ctx context.Context) error {
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: w.topic, Partition: 0, At: 0, LeaderEpoch: -1, Metadata: Markers(nil).String()})
+	resp, err := w.adm.CommitOffsets(ctx, w.group, os)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("make marker group %q: %w", w.group, err)
+	}
+	return nil
+}
+
 // unstableRetries and unstableWait bound how long Markers waits for
 // offsets to become stable before it reports the error (about 2 s).
 const (
@@ -165,22 +197,24 @@ const (
 	unstableWait    = 20 * time.Millisecond
 )
 
-func (w *TxnWriter) markers(ctx context.Context) (Markers, error) {
+// markers reads the markers; found says the group has an offset for the
+// topic's partition 0.
+func (w *TxnWriter) markers(ctx context.Context) (ms Markers, found bool, err error) {
 	resps, err := w.adm.FetchOffsets(kadm.RequireStable(ctx), w.group)
 	if errors.Is(err, kerr.GroupIDNotFound) {
-		return nil, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read marker of group %q: %w", w.group, err)
+		return nil, false, fmt.Errorf("read marker of group %q: %w", w.group, err)
 	}
 	o, ok := resps.Lookup(w.topic, 0)
 	if !ok {
-		return nil, nil
+		return nil, false, nil
 	}
 	if o.Err != nil {
-		return nil, fmt.Errorf("read marker of group %q: %w", w.group, o.Err)
+		return nil, true, fmt.Errorf("read marker of group %q: %w", w.group, o.Err)
 	}
-	return ParseMarkers(o.Metadata), nil
+	return ParseMarkers(o.Metadata), true, nil
 }
 
 // Commit writes, in one transaction, the records each hands to produce,
