@@ -44,6 +44,19 @@ FUZZRUN ?= .
 fuzz:
 	FUZZTIME=$(FUZZTIME) FUZZMINIMIZE=$(FUZZMINIMIZE) FUZZRUN=$(FUZZRUN) GO=$(GO) internal/tools/fuzz.sh
 
+# The connector conformance suite (connector/conformance) against every
+# connector's sink and source, Kafka's on kfake and on a real broker that
+# kafka.sh starts for the run (as make test's), and its table in
+# docs/connectors.md, which it rewrites; the run's exit status is the
+# suites'. make test runs the same tests, without the table.
+CONFORMANCE_PKGS := ./kafka ./filesink ./teststream
+.PHONY: conformance
+conformance:
+	rm -rf $(BIN)/conformance && mkdir -p $(BIN)/conformance
+	internal/tools/kafka.sh run $(BIN)/kafka-conformance -- env WEIR_REQUIRE_KAFKA=1 \
+		WEIR_CONFORMANCE_OUT=$(CURDIR)/$(BIN)/conformance $(GO) test -count=1 -run 'Conformance' $(CONFORMANCE_PKGS); \
+	status=$$?; $(GO) run ./internal/tools/conformance -in $(BIN)/conformance -doc docs/connectors.md && exit $$status
+
 # The web UI's browser tests (webui, webui/uitest) in headless Chromium.
 # `make chromium` installs Debian's chromium once (internal/tools/chromium.sh)
 # and prints its path; ui-test fails, rather than skips, without it.
