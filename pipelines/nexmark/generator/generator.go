@@ -116,3 +116,16 @@ func ExpectedAuctionDurationMs(c *config.Config) int64 {
 	us := longest * proportions / auctionProportion * int64(c.NumInFlightAuctions)
 	return (us + 999) / 1000
 }
+
+// OutOfOrdernessMillis bounds how far an event's time may be behind an
+// earlier event of the same generator: the span of one out-of-order group
+// at the slowest rate, plus the holdback. A reader of events in each
+// generator's order (a Kafka partition the producer filled) can take it
+// as its out-of-orderness bound.
+func (g *Generator) OutOfOrdernessMillis() int64 {
+	longest := int64(0)
+	for _, d := range g.tl.delaysUs {
+		longest = max(longest, d)
+	}
+	return (g.tl.groupSize*longest+999)/1000 + g.cfg.WatermarkHoldbackSec*1000
+}

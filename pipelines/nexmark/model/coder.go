@@ -172,3 +172,7 @@ func (d *decoder) auction() Auction {
 func (d *decoder) bid() Bid {
 	return Bid{Auction: d.int(), Bidder: d.int(), Price: d.int(), DateTime: d.int(), Extra: d.string()}
 }
+
+// AppendUvarint appends v as a uvarint, the length prefix of records in
+// query 10's files.
+func AppendUvarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
