@@ -47,17 +47,18 @@ type AuctionCount struct {
 func (r AuctionCount) String() string { return fmt.Sprintf("AuctionCount{%d %d}", r.Auction, r.Num) }
 
 // SellerPrice is query 6's result: a seller's mean selling price over
-// their last ten closed auctions. Pane is the index of the pane that
-// carried it (Beam's SellerPrice has no such field): the panes of query 6
-// accumulate, so a seller's highest pane holds every auction.
+// their last ten closed auctions. Bids is how many of the seller's
+// auctions the pane has seen (Beam's SellerPrice has no such field): the
+// panes of query 6 accumulate, so every correct run agrees on the result
+// with the most.
 type SellerPrice struct {
 	Seller int64
 	Price  int64
-	Pane   int64
+	Bids   int64
 }
 
 func (r SellerPrice) String() string {
-	return fmt.Sprintf("SellerPrice{%d %d pane:%d}", r.Seller, r.Price, r.Pane)
+	return fmt.Sprintf("SellerPrice{%d %d bids:%d}", r.Seller, r.Price, r.Bids)
 }
 
 // IDNameReserve is query 8's result: a new person and the reserve of an

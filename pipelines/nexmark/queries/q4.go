@@ -24,7 +24,10 @@ import (
 //
 // Beam features: WinningBids' state and timers, sliding windows, a
 // combine per key (Mean), the pane of each result. Beam's Mean has a hot
-// key fanout of Fanout; the Go SDK's combines have no fanout.
+// key fanout of Fanout; the Go SDK's combines have no fanout. Beam marks
+// the on-time pane last (IsLast), since its lateness is zero; the Go SDK
+// gives a combine's outputs no pane (its ExtractOutput drops it), so
+// IsLast is false here on every runner.
 func init() {
 	register.Function2x0(q4Rekey)
 	register.Function4x0(q4Project)

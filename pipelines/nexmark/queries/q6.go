@@ -2,12 +2,12 @@ package queries
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window/trigger"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/weir-runner/weir/pipelines/nexmark/config"
@@ -29,13 +29,17 @@ import (
 //
 // How many panes fire, and with which prices, depends on how the runner
 // bundles the winning bids; every correct run agrees on each seller's
-// last pane, which holds all of the seller's auctions. So the results
-// carry the pane index (SellerPrice.Pane, not in Beam's), and
-// normaliseQ6 keeps each seller's highest.
+// last pane, which holds all of the seller's auctions. A pane's index
+// would say which that is, but the Go SDK gives a combine's outputs no
+// pane (its ExtractOutput drops it: every pane reads as index 0, on weir
+// and on Prism), so the combine counts the auctions it has seen
+// (SellerPrice.Bids, not in Beam's), and normaliseQ6 keeps each seller's
+// result with the most.
 func init() {
+	beam.RegisterType(reflect.TypeOf(q6Mean{}))
 	register.Function2x0(q6Rekey)
-	register.Function4x0(q6Select)
-	register.Combiner3[q6Recent, model.Bid, int64](&q6MeanFn{})
+	register.Function3x0(q6Select)
+	register.Combiner3[q6Recent, model.Bid, q6Mean](&q6MeanFn{})
 	register.Emitter2[int64, model.Bid]()
 	register.Emitter1[model.SellerPrice]()
 	add(Query{Name: "6", Title: "Average selling price by seller", Build: buildQ6, Normalise: normaliseQ6})
@@ -54,14 +58,22 @@ func buildQ6(s beam.Scope, cfg config.Config, events beam.PCollection) beam.PCol
 
 func q6Rekey(ab model.AuctionBid, emit func(int64, model.Bid)) { emit(ab.Auction.Seller, ab.Bid) }
 
-func q6Select(pane typex.PaneInfo, seller, price int64, emit func(model.SellerPrice)) {
-	emit(model.SellerPrice{Seller: seller, Price: price, Pane: pane.Index})
+func q6Select(seller int64, m q6Mean, emit func(model.SellerPrice)) {
+	emit(model.SellerPrice{Seller: seller, Price: m.Price, Bids: m.Bids})
 }
 
 // q6Recent is a seller's latest winning bids, by time then price,
-// oldest first; only time and price decide the mean.
+// oldest first (only time and price decide the mean), and how many it
+// has seen in all.
 type q6Recent struct {
 	Times, Prices []int64
+	Seen          int64
+}
+
+// q6Mean is the mean price of a seller's last bids and how many bids the
+// seller had.
+type q6Mean struct {
+	Price, Bids int64
 }
 
 // q6MeanFn is Query6.MovingMeanSellingPrice: the rounded mean price of
@@ -73,24 +85,26 @@ func (*q6MeanFn) CreateAccumulator() q6Recent { return q6Recent{} }
 func (*q6MeanFn) AddInput(acc q6Recent, b model.Bid) q6Recent {
 	acc.Times = append(acc.Times, b.DateTime)
 	acc.Prices = append(acc.Prices, b.Price)
+	acc.Seen++
 	return acc.keepLast()
 }
 
 func (*q6MeanFn) MergeAccumulators(a, b q6Recent) q6Recent {
 	a.Times = append(a.Times, b.Times...)
 	a.Prices = append(a.Prices, b.Prices...)
+	a.Seen += b.Seen
 	return a.keepLast()
 }
 
-func (*q6MeanFn) ExtractOutput(acc q6Recent) int64 {
+func (*q6MeanFn) ExtractOutput(acc q6Recent) q6Mean {
 	if len(acc.Prices) == 0 {
-		return 0
+		return q6Mean{}
 	}
 	sum := int64(0)
 	for _, p := range acc.Prices {
 		sum += p
 	}
-	return javaRound(float64(sum) / float64(len(acc.Prices)))
+	return q6Mean{Price: javaRound(float64(sum) / float64(len(acc.Prices))), Bids: acc.Seen}
 }
 
 func (r q6Recent) Len() int { return len(r.Times) }
@@ -113,25 +127,21 @@ func (r q6Recent) keepLast() q6Recent {
 	return r
 }
 
-// normaliseQ6 keeps each seller's result from their highest pane.
+// normaliseQ6 keeps each seller's result with the most auctions.
 func normaliseQ6(results []string) []string {
-	type best struct {
-		pane int64
-		line string
-	}
-	last := map[int64]best{}
+	last := map[int64]model.SellerPrice{}
 	for _, r := range results {
 		var sp model.SellerPrice
-		if _, err := fmt.Sscanf(r, "SellerPrice{%d %d pane:%d}", &sp.Seller, &sp.Price, &sp.Pane); err != nil {
+		if _, err := fmt.Sscanf(r, "SellerPrice{%d %d bids:%d}", &sp.Seller, &sp.Price, &sp.Bids); err != nil {
 			return append([]string{"unparsable: " + r}, results...)
 		}
-		if b, ok := last[sp.Seller]; !ok || sp.Pane > b.pane {
-			last[sp.Seller] = best{sp.Pane, fmt.Sprintf("SellerPrice{%d %d}", sp.Seller, sp.Price)}
+		if b, ok := last[sp.Seller]; !ok || sp.Bids > b.Bids {
+			last[sp.Seller] = sp
 		}
 	}
 	out := make([]string, 0, len(last))
-	for _, b := range last {
-		out = append(out, b.line)
+	for _, sp := range last {
+		out = append(out, sp.String())
 	}
 	return out
 }
