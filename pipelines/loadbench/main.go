@@ -122,7 +122,7 @@ func main() {
 		}
 		fmt.Print(section)
 		if *out != "" {
-			if err := writeSection(*out, nexmarkHeading, section); err != nil {
+			if err := writeSection(*out, nexmarkSection(), section); err != nil {
 				log.Fatal(err)
 			}
 		}

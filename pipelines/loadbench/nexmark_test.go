@@ -19,7 +19,7 @@ func TestNexmarkLine(t *testing.T) {
 func TestNexmarkTable(t *testing.T) {
 	*nexmarkEvents = 1000
 	ok := func(secs float64, results int64, cpu time.Duration, kb int64) nexmarkResult {
-		return nexmarkResult{sample: sample{serverCPU: cpu, serverKB: kb, clientKB: 2048}, seconds: secs, results: results}
+		return nexmarkResult{sample: sample{serverCPU: cpu, serverKB: kb, clientKB: 2048}, events: 1000, seconds: secs, results: results}
 	}
 	res := map[string]map[string][]nexmarkResult{
 		"5": {
