@@ -94,11 +94,13 @@ type Server struct {
 	grpc *grpc.Server
 }
 
-// NewServer returns a server for svc. It serves nothing until Serve.
-func NewServer(svc *Service) *Server {
+// NewServer returns a server for svc. It serves nothing until Serve. opts
+// are further gRPC server options: weir serve's TLS and token
+// interceptors (secure.Policy.GRPCServerOptions).
+func NewServer(svc *Service, opts ...grpc.ServerOption) *Server {
 	// Requests carry the input PCollections' coders, which can hold large
 	// serialized functions; the job server lifts gRPC's 4 MiB limit too.
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(math.MaxInt32), grpc.MaxSendMsgSize(math.MaxInt32))
+	g := grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(math.MaxInt32), grpc.MaxSendMsgSize(math.MaxInt32))...)
 	jobpb.RegisterExpansionServiceServer(g, svc)
 	return &Server{grpc: g}
 }

@@ -30,7 +30,8 @@ type Options struct {
 	Dependencies map[string][]*pipepb.ArtifactInformation
 	// OnLog receives every log entry workers send. It must not block.
 	OnLog func(workerID string, e *fnpb.LogEntry)
-	// Host is the address to listen on; default 127.0.0.1.
+	// Host is the address to listen on, and the host of the endpoint
+	// workers are told to dial; default DefaultHost.
 	Host string
 	// ConnectTimeout bounds how long a worker weir started (EXTERNAL,
 	// PROCESS) may take to open its control stream; past it the worker
@@ -38,6 +39,11 @@ type Options struct {
 	// DefaultConnectTimeout.
 	ConnectTimeout time.Duration
 }
+
+// DefaultHost is where the Fn API listens unless told otherwise: loopback,
+// since it has neither TLS nor authentication (Beam's SDK harnesses dial
+// it in plaintext), and LOOPBACK and PROCESS workers run on this machine.
+const DefaultHost = "127.0.0.1"
 
 // DefaultConnectTimeout is Options.ConnectTimeout when unset: a Python or
 // Java worker starts in seconds, a busy machine's in tens of them.
@@ -60,7 +66,7 @@ type Server struct {
 // NewServer listens on a free port and starts serving.
 func NewServer(opts Options) (*Server, error) {
 	if opts.Host == "" {
-		opts.Host = "127.0.0.1"
+		opts.Host = DefaultHost
 	}
 	lis, err := net.Listen("tcp", net.JoinHostPort(opts.Host, "0"))
 	if err != nil {

@@ -45,6 +45,11 @@ type LocalExecutor struct {
 	// NoMetrics turns off the subtasks' counts and the job's sampling
 	// (observe.go): the job's view then has its state and messages only.
 	NoMetrics bool
+	// FnAPIHost is the interface each job's Fn API server (the SDK
+	// workers' control, data, state and logging) listens on; empty means
+	// fnapi's default, loopback. The Fn API has no TLS nor token: Beam's
+	// SDK harnesses dial it in plaintext (docs/security.md).
+	FnAPIHost string
 }
 
 // NewLocalExecutor returns the executor that runs jobs in this process.
@@ -77,7 +82,7 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 	}
 	fn, err := fnapi.NewServer(fnapi.Options{
 		JobID: string(j.ID), JobName: j.Name, PipelineOptions: j.Options,
-		Artifacts: NewArtifactRetrieval(j), Dependencies: j.Artifacts,
+		Artifacts: NewArtifactRetrieval(j), Dependencies: j.Artifacts, Host: e.FnAPIHost,
 		OnLog: func(worker string, le *fnpb.LogEntry) {
 			if echoesJobMessages(le) {
 				return
