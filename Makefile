@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin
 
-.PHONY: all build run test vet fmt fuzz vr vr-prism bench bench-python bench-backfill bench-checkpoint
+.PHONY: all build run test vet fmt fuzz vr vr-prism bench bench-python bench-nexmark bench-backfill bench-checkpoint
 
 all: build
 
@@ -157,6 +157,16 @@ bench:
 	$(GO) run ./pipelines/loadbench -out docs/benchmarks.md $(BENCHFLAGS)
 bench-python:
 	$(GO) run ./pipelines/loadbench -out docs/benchmarks.md -python-only $(BENCHFLAGS)
+
+# Nexmark (pipelines/nexmark: Beam's queries 0 to 12 and the bounded side
+# input join in Go) on weir and Prism, alternating, 3 runs each: events per
+# second, job server CPU seconds and peak memory per query, into the
+# "Nexmark" section of docs/benchmarks.md. 1M events a run by default;
+# NEXMARKFLAGS='-nexmark-events 10000000 -nexmark-runners weir' for the
+# large runs, '-nexmark-modes batch,streaming' for streaming figures too.
+NEXMARKFLAGS ?=
+bench-nexmark:
+	$(GO) run ./pipelines/loadbench -out docs/benchmarks.md -nexmark-only $(NEXMARKFLAGS)
 
 # A Kafka backfill (12 partitions, three days of event time at uneven
 # speeds, one-minute windows per key) with watermark alignment off and on:
