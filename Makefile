@@ -17,10 +17,13 @@ vet:
 	$(GO) vet ./...
 
 # The browser tests (webui, and cmd/weir's against weir serve) run in
-# headless Chromium, which chromium.sh installs once; they fail, not skip,
-# in make test.
+# headless Chromium, which chromium.sh installs once; the PostgreSQL sink's
+# tests run against the server postgres.sh installs and starts (and leaves
+# running, for the next run: make postgres-stop). Both fail, not skip, in
+# make test.
 test: vet
-	WEIR_REQUIRE_CHROMIUM=1 WEIR_CHROMIUM=$$(internal/tools/chromium.sh) $(GO) test ./...
+	WEIR_REQUIRE_CHROMIUM=1 WEIR_CHROMIUM=$$(internal/tools/chromium.sh) \
+		WEIR_REQUIRE_POSTGRES=1 WEIR_PG_URL=$$(internal/tools/postgres.sh start) $(GO) test ./...
 	$(GO) test -race ./executor/... ./jobview/... ./telemetry/... ./webui/...
 	$(MAKE) vr-smoke
 	$(MAKE) python-test
@@ -148,3 +151,14 @@ run-java: build
 	java/run.sh example
 java-test: build kfake
 	java/run.sh test
+
+# A throwaway PostgreSQL server for the PostgreSQL sink's tests
+# (internal/tools/postgres.sh: Debian's postgresql, installed if missing,
+# a cluster in /tmp/weir-postgres-UID on a free loopback port, fsync off).
+# `make postgres` starts it unless it runs and prints its URL, which the
+# tests read from WEIR_PG_URL; `make postgres-stop` stops it.
+.PHONY: postgres postgres-stop
+postgres:
+	@internal/tools/postgres.sh start
+postgres-stop:
+	@internal/tools/postgres.sh stop
