@@ -1,6 +1,6 @@
 // Package expansion is weir's Beam expansion service. It expands Beam's own
 // kafkaio cross-language URNs into weir's native Kafka transforms (package
-// kafkaio), so a pipeline written against Beam's io/xlang/kafkaio (Go) or
+// kafkaio), and weir's PostgreSQL write (package pgio) for other SDKs, so a pipeline written against Beam's io/xlang/kafkaio (Go) or
 // apache_beam.io.kafka (Python) runs on weir unchanged: only its expansion
 // address changes, from a Java expansion service to `weir serve
 // --expansion-port`.
@@ -10,6 +10,11 @@
 //	beam:transform:org.apache.beam:kafka_read_without_metadata:v1 -> kafkaio.ReadURN, output KV<bytes, bytes>
 //	beam:transform:org.apache.beam:kafka_read_with_metadata:v1    -> kafkaio.ReadURN (WithMetadata), output Row (MetadataSchema)
 //	beam:transform:org.apache.beam:kafka_write:v1                 -> kafkaio.WriteURN, input KV<bytes, bytes>, no output
+//	beam:transform:weir:postgres_write:v1                         -> pgio.WriteURN, input schema rows, no output
+//
+// The PostgreSQL write (postgres.go) has no Beam URN to stand in for: other
+// SDKs reach weir's own through this service, with the fields of
+// pgio.WriteConfig in the payload.
 //
 // Any other URN is answered with ExpansionResponse.Error naming it.
 //
