@@ -1,9 +1,10 @@
 // Package expansion is weir's Beam expansion service. It expands Beam's own
 // kafkaio cross-language URNs into weir's native Kafka transforms (package
-// kafkaio), and weir's PostgreSQL write (package pgio) for other SDKs, so a pipeline written against Beam's io/xlang/kafkaio (Go) or
+// kafkaio), so a pipeline written against Beam's io/xlang/kafkaio (Go) or
 // apache_beam.io.kafka (Python) runs on weir unchanged: only its expansion
 // address changes, from a Java expansion service to `weir serve
-// --expansion-port`.
+// --expansion-port`. It also serves weir's PostgreSQL write (package pgio)
+// to SDKs other than Go.
 //
 // # What is expanded
 //
