@@ -162,3 +162,11 @@ postgres:
 	@internal/tools/postgres.sh start
 postgres-stop:
 	@internal/tools/postgres.sh stop
+
+# The crash test with the PostgreSQL sink alone (make test runs it with
+# the other crash tests): ten SIGKILLs, then the table must equal the
+# expected window sums exactly.
+.PHONY: crash-pg
+crash-pg:
+	WEIR_REQUIRE_POSTGRES=1 WEIR_PG_URL=$$(internal/tools/postgres.sh start) \
+		$(GO) test ./pipelines/crashjob -run 'TestCrashExactlyOncePostgres$$' -count=1 -v -timeout 15m
