@@ -54,7 +54,8 @@ ui-screenshots:
 
 # The Python side: a virtual environment with python/requirements.txt
 # (apache-beam pinned), made once and reused (python/venv.sh), and the
-# tests under python/ against bin/weir and bin/kfake.
+# tests under python/ against bin/weir, bin/kfake and the PostgreSQL
+# server of postgres.sh.
 PYTESTFLAGS ?=
 .PHONY: python-env python-test kfake kafkaoffsets
 python-env:
@@ -64,7 +65,8 @@ kfake:
 kafkaoffsets:
 	$(GO) build -o $(BIN)/kafkaoffsets ./internal/tools/kafkaoffsets
 python-test: build kfake kafkaoffsets python-env
-	cd python && "$$(./venv.sh)" -m pytest -q -rs $(PYTESTFLAGS)
+	export WEIR_REQUIRE_POSTGRES=1 WEIR_PG_URL=$$(internal/tools/postgres.sh start) && \
+		cd python && "$$(./venv.sh)" -m pytest -q -rs $(PYTESTFLAGS)
 
 # ValidatesRunner: Beam's own Go runner test packages against a job server in
 # strict mode (see validatesrunner/README.md). VRFLAGS passes extra flags to
