@@ -32,7 +32,7 @@ func rows(kv ...any) [][]byte {
 
 // fixture is a test's database and the plan of its write.
 type fixture struct {
-	t       *testing.T
+	t       testing.TB
 	db      *pgtest.DB
 	plan    *Plan
 	retries []string
@@ -43,7 +43,7 @@ func newFixture(t *testing.T, cfg pgio.WriteConfig, s *pipepb.Schema) *fixture {
 	return newFixtureOn(t, db, cfg, s)
 }
 
-func newFixtureOn(t *testing.T, db *pgtest.DB, cfg pgio.WriteConfig, s *pipepb.Schema) *fixture {
+func newFixtureOn(t testing.TB, db *pgtest.DB, cfg pgio.WriteConfig, s *pipepb.Schema) *fixture {
 	t.Helper()
 	if cfg.Connection == "" {
 		cfg.Connection = db.URL
@@ -74,7 +74,7 @@ func (f *fixture) table(sql string) []string {
 	return f.db.Strings(f.t, sql)
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
