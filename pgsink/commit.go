@@ -118,7 +118,7 @@ func (d *db) write(ctx context.Context, tx pgx.Tx, es []epochOf, src rowSource, 
 		}
 		c, err := tx.CopyFrom(ctx, into, cols, pgx.CopyFromRows(rows))
 		if err != nil {
-			return 0, fmt.Errorf("copy %d rows of epoch %d into %s: %w", len(rows), e.epoch, into.Sanitize(), hint(err, d.t.name.Sanitize()))
+			return 0, fmt.Errorf("copy %d rows of epoch %d into %s: %w", len(rows), e.epoch, into.Sanitize(), hint(err, d.t.name.Sanitize(), d.t.key != nil))
 		}
 		n += c
 	}
@@ -126,7 +126,7 @@ func (d *db) write(ctx context.Context, tx pgx.Tx, es []epochOf, src rowSource, 
 		return n, nil
 	}
 	if _, err := tx.Exec(ctx, d.upsertSQL()); err != nil {
-		return 0, fmt.Errorf("upsert %d rows into %s: %w", n, d.t.name.Sanitize(), hint(err, d.t.name.Sanitize()))
+		return 0, fmt.Errorf("upsert %d rows into %s: %w", n, d.t.name.Sanitize(), hint(err, d.t.name.Sanitize(), d.t.key != nil))
 	}
 	return n, nil
 }

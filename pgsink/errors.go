@@ -65,14 +65,18 @@ func transientCode(code string) bool {
 	return code == "55P03"
 }
 
-// hint adds what to do to the errors people meet first.
-func hint(err error, table string) error {
+// hint adds what to do to the errors people meet first; upsert says
+// whether the write upserts.
+func hint(err error, table string, upsert bool) error {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
 		return err
 	}
 	switch pe.Code {
 	case "23505":
+		if upsert {
+			return fmt.Errorf("%w (table %s has a unique index besides the key's)", err, table)
+		}
 		return fmt.Errorf("%w (a row with this key is in table %s already: mode %q overwrites rows of the same key)", err, table, "upsert")
 	case "42501":
 		return fmt.Errorf("%w (the connection's user needs INSERT, and UPDATE for upsert, on %s, and may need CREATE on its schema for the marker table)", err, table)

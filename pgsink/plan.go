@@ -93,8 +93,9 @@ func (p *Plan) NewSink(stage string, subtask int, in *wire.Codec, onRetry func(e
 		key = p.Config.Key
 	}
 	return &Sink{
-		Name: fmt.Sprintf("postgres sink %s[%d]: table %s", stage, subtask, pgx.Identifier(name).Sanitize()),
-		In:   in, Rows: p.rows, Conn: p.conn, OnRetry: onRetry,
-		Table: &table{name: name, cols: p.cols, key: key, markers: p.Config.Markers(), sink: p.SinkID(subtask)},
+		Name:    fmt.Sprintf("postgres sink %s[%d]: table %s", stage, subtask, pgx.Identifier(name).Sanitize()),
+		OnRetry: onRetry,
+		in:      in, rows: p.rows, conn: p.conn,
+		table: &table{name: name, cols: p.cols, key: key, markers: p.Config.Markers(), sink: p.SinkID(subtask)},
 	}
 }

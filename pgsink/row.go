@@ -66,6 +66,10 @@ type rowDecoder struct {
 	names    []string
 	nullable []bool
 	decs     []fieldDecoder
+	// order lists field indexes in the order the fields are encoded: by
+	// encoding position when the schema sets them (Java's and Python's
+	// coders honour them), else field order.
+	order []int
 }
 
 // newRowDecoder compiles a schema, reporting every field it cannot
@@ -89,7 +93,34 @@ func newRowDecoder(s *pipepb.Schema) (*rowDecoder, []error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	order, err := encodingOrder(s)
+	if err != nil {
+		return nil, []error{err}
+	}
+	d.order = order
 	return d, nil
+}
+
+// encodingOrder returns the field indexes in encoding order.
+func encodingOrder(s *pipepb.Schema) ([]int, error) {
+	n := len(s.GetFields())
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	if !s.GetEncodingPositionsSet() {
+		return order, nil
+	}
+	seen := make([]bool, n)
+	for i, f := range s.GetFields() {
+		p := f.GetEncodingPosition()
+		if p < 0 || int(p) >= n || seen[p] {
+			return nil, fmt.Errorf("the row schema's encoding positions are not a permutation of its %d fields (field %q at %d)", n, f.GetName(), p)
+		}
+		seen[p] = true
+		order[p] = i
+	}
+	return order, nil
 }
 
 func decoderFor(t *pipepb.FieldType) (fieldDecoder, error) {
@@ -297,7 +328,8 @@ func decodeDecimal(b []byte) (any, int, error) {
 	return pgtype.Numeric{Int: unscaled, Exp: -int32(uint32(scale)), Valid: true}, n + m, nil
 }
 
-// decode appends the values of the row in b to dst: nil for a null.
+// decode appends the values of the row in b to dst, in field order: nil
+// for a null.
 func (d *rowDecoder) decode(b []byte, dst []any) ([]any, error) {
 	count, n := binary.Uvarint(b)
 	if n <= 0 {
@@ -311,20 +343,24 @@ func (d *rowDecoder) decode(b []byte, dst []any) ([]any, error) {
 		return nil, fmt.Errorf("null bitmap: %w", err)
 	}
 	n += m
-	for i, dec := range d.decs {
-		null := uint64(i) >= count || (i/8 < len(nulls) && nulls[i/8]&(1<<(i%8)) != 0)
+	base := len(dst)
+	dst = append(dst, make([]any, len(d.decs))...)
+	vals := dst[base:]
+	for k, i := range d.order {
+		// The bitmap is by field index; fields past the count are those
+		// an older schema did not have.
+		null := uint64(k) >= count || (i/8 < len(nulls) && nulls[i/8]&(1<<(i%8)) != 0)
 		if null {
 			if !d.nullable[i] {
 				return nil, fmt.Errorf("field %q is null but not nullable", d.names[i])
 			}
-			dst = append(dst, nil)
 			continue
 		}
-		v, m, err := dec(b[n:])
+		v, m, err := d.decs[i](b[n:])
 		if err != nil {
 			return nil, fmt.Errorf("field %q: %w", d.names[i], err)
 		}
-		dst, n = append(dst, v), n+m
+		vals[i], n = v, n+m
 	}
 	if n != len(b) {
 		return nil, fmt.Errorf("%d bytes after the row's last field", len(b)-n)

@@ -21,20 +21,22 @@ import (
 type Sink struct {
 	// Name names the sink subtask and its table in errors.
 	Name string
-	// In decodes the input's windowed values; each value is a row,
-	// length-prefixed on the runner's edges (the runner cannot measure a
-	// row coder).
-	In *wire.Codec
-	// Rows decodes the rows; Table says where they go.
-	Rows  *rowDecoder
-	Table *table
-	// Conn is the parsed connection configuration.
-	Conn *pgx.ConnConfig
 	// OnRetry hears each failed connection attempt at Open that is
 	// retried; nil drops them. Backoff is the wait before each retry;
 	// default twophase.Backoff.
 	OnRetry func(error)
 	Backoff func(int) time.Duration
+	// Committed counts the rows written, for tests.
+	Committed int64
+
+	// in decodes the input's windowed values; each value is a row,
+	// length-prefixed on the runner's edges (the runner cannot measure a
+	// row coder). rows decodes the rows, table says where they go, conn
+	// how to connect. Plan.NewSink sets them.
+	in    *wire.Codec
+	rows  *rowDecoder
+	table *table
+	conn  *pgx.ConnConfig
 
 	db      *db
 	run     string
@@ -42,8 +44,6 @@ type Sink struct {
 	count   int // rows in the open epoch
 	batch   [][]byte
 	vals    []any
-	// Committed counts the rows written, for tests.
-	Committed int64
 }
 
 var _ twophase.Sink = (*Sink)(nil)
@@ -53,11 +53,11 @@ var _ twophase.Sink = (*Sink)(nil)
 // or key index, or a refused login, fails the job at once.
 func (s *Sink) Open(ctx context.Context, ss twophase.Session) error {
 	s.run, s.staging = ss.Run, ss.Staging
-	cfg := s.Conn.Copy()
+	cfg := s.conn.Copy()
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = defaultConnectTimeout
 	}
-	s.db = &db{cfg: cfg, t: s.Table}
+	s.db = &db{cfg: cfg, t: s.table}
 	backoff := s.Backoff
 	if backoff == nil {
 		backoff = twophase.Backoff
@@ -91,7 +91,7 @@ func (s *Sink) Abort(context.Context, twophase.Epoch) error { return nil }
 func (s *Sink) Write(_ context.Context, epoch twophase.Epoch, elems [][]byte) error {
 	s.batch = s.batch[:0]
 	for _, e := range elems {
-		v, err := s.In.ValueOf(e)
+		v, err := s.in.ValueOf(e)
 		if err != nil {
 			return fmt.Errorf("element: %w", err)
 		}
@@ -102,7 +102,7 @@ func (s *Sink) Write(_ context.Context, epoch twophase.Epoch, elems [][]byte) er
 		if err != nil {
 			return fmt.Errorf("element: not a length-prefixed row: %w", err)
 		}
-		if s.vals, err = s.Rows.decode(row, s.vals[:0]); err != nil {
+		if s.vals, err = s.rows.decode(row, s.vals[:0]); err != nil {
 			return fmt.Errorf("element: %w", err)
 		}
 		s.batch = append(s.batch, row)
@@ -134,7 +134,7 @@ func (s *Sink) Commit(ctx context.Context, cs []twophase.Committable) error {
 	src := func(epoch twophase.Epoch, fn func([]byte) error) error {
 		return s.staging.Read(epoch, epoch+1, func(_ twophase.Epoch, v []byte) error { return fn(v) })
 	}
-	n, err := s.db.commit(ctx, es, src, s.Rows)
+	n, err := s.db.commit(ctx, es, src, s.rows)
 	if err != nil {
 		return s.failed(err)
 	}
