@@ -23,8 +23,10 @@ func TestCrashExactlyOncePostgres(t *testing.T) {
 	db := pgtest.New(t)
 	db.Exec(t, `CREATE TABLE window_sums (key text NOT NULL, window_start bigint NOT NULL, sum bigint NOT NULL)`)
 	dir := t.TempDir()
+	began := time.Now()
 	job, kfake := build(t, dir)
 	brokers := startKfake(t, kfake)
+	t.Logf("built in %v", time.Since(began).Round(time.Second))
 
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
@@ -59,6 +61,7 @@ func TestCrashExactlyOncePostgres(t *testing.T) {
 	}
 	final := start(t, job, args, filepath.Join(logs, "final.log"))
 	defer kill(final)
+	restarted := time.Now()
 
 	const q = `SELECT key || '|' || window_start || '|' || sum FROM window_sums`
 	var got []string
@@ -66,6 +69,7 @@ func TestCrashExactlyOncePostgres(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 		got = db.Strings(t, q)
 	}
+	t.Logf("the last run wrote the table's %d rows in %v", len(got), time.Since(restarted).Round(100*time.Millisecond))
 	// Let a few more checkpoints complete, so that a duplicate the restored
 	// job would commit has the chance to show.
 	time.Sleep(2 * time.Second)
