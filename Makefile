@@ -37,6 +37,17 @@ FUZZTIME ?= 1m
 fuzz:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) internal/tools/fuzz.sh
 
+# The connector conformance suite (connector/conformance) against every
+# connector's sink and source, and its table in docs/connectors.md, which
+# it rewrites; the run's exit status is the suites'. Part of make test as
+# plain go test (without the table).
+CONFORMANCE_PKGS := ./kafka ./filesink ./teststream
+.PHONY: conformance
+conformance:
+	rm -rf $(BIN)/conformance && mkdir -p $(BIN)/conformance
+	WEIR_CONFORMANCE_OUT=$(CURDIR)/$(BIN)/conformance $(GO) test -count=1 -run 'Conformance' $(CONFORMANCE_PKGS); \
+	status=$$?; $(GO) run ./internal/tools/conformance -in $(BIN)/conformance -doc docs/connectors.md && exit $$status
+
 # The web UI's browser tests (webui, webui/uitest) in headless Chromium.
 # `make chromium` installs Debian's chromium once (internal/tools/chromium.sh)
 # and prints its path; ui-test fails, rather than skips, without it.

@@ -24,16 +24,24 @@ import (
 
 const txnPartitions = 2
 
+// txnDriver is an exactly-once sink subtask: the driver and its sink.
+type txnDriver struct {
+	*twophase.Driver
+	*TxnSink
+}
+
 // txnSink makes an exactly-once sink subtask over store, as the runner
 // does, with transactional id "sink-0".
-func txnSink(t *testing.T, c *kfake.Cluster, store *state.Store) *TxnSink {
+func txnSink(t *testing.T, c *kfake.Cluster, store *state.Store) txnDriver {
 	t.Helper()
 	w, err := NewTxnWriter(&kafkaio.WriteConfig{BootstrapServers: c.ListenAddrs(), Topic: "out", Semantic: kafkaio.ExactlyOnce},
 		TxnOptions{Name: "sink[0]", TransactionalID: "sink-0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &TxnSink{Writer: w, Pending: twophase.NewPending(store, "s/0", "sink[0]"), In: kvBytesCodec(t)}
+	s := &TxnSink{Writer: w, In: kvBytesCodec(t)}
+	return txnDriver{&twophase.Driver{Sink: s, Pending: twophase.NewPending(store, "s/0", "sink[0]"),
+		Name: `kafka sink sink[0]: topic "out"`}, s}
 }
 
 // elems encodes records named by vals as the sink receives them.
@@ -162,8 +170,8 @@ func TestTxnSinkCommitsOnCheckpointComplete(t *testing.T) {
 	}
 	must(t, s.Finish(ctx)) // the end of input commits the open epoch
 	want(t, c, "a", "b", "c", "d", "e")
-	if s.Committed != 5 {
-		t.Errorf("Committed = %d, want 5", s.Committed)
+	if s.TxnSink.Committed != 5 {
+		t.Errorf("Committed = %d, want 5", s.TxnSink.Committed)
 	}
 }
 
@@ -217,8 +225,8 @@ func TestTxnSinkCrashAfterCommitBeforeDelete(t *testing.T) {
 	must(t, r.Barrier(ctx, 2))
 	must(t, r.CheckpointComplete(ctx, 2))
 	want(t, c, "a", "b", "c")
-	if r.Committed != 1 {
-		t.Errorf("the restored sink committed %d records, want 1", r.Committed)
+	if r.TxnSink.Committed != 1 {
+		t.Errorf("the restored sink committed %d records, want 1", r.TxnSink.Committed)
 	}
 }
 
@@ -248,7 +256,7 @@ func TestTxnSinkRetriesBrokerError(t *testing.T) {
 	ctx := context.Background()
 	s := txnSink(t, c, twophasetest.Store(t))
 	var retried []error
-	s.OnError = func(err error) { retried = append(retried, err) }
+	s.OnRetry = func(err error) { retried = append(retried, err) }
 	must(t, s.Process(ctx, 0, elems("a", "b")))
 	must(t, s.Barrier(ctx, 1))
 	// franz-go retries coordinator errors itself; this one reaches the sink.
@@ -271,7 +279,7 @@ func TestTxnSinkFencedFailsLoudly(t *testing.T) {
 	c := newCluster(t, txnPartitions, "out")
 	ctx := context.Background()
 	s := txnSink(t, c, twophasetest.Store(t))
-	s.OnError = func(err error) { t.Errorf("retried %v", err) }
+	s.OnRetry = func(err error) { t.Errorf("retried %v", err) }
 	must(t, s.Process(ctx, 0, elems("a")))
 	must(t, s.Barrier(ctx, 1))
 	c.ControlKey(int16(kmsg.AddOffsetsToTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -286,19 +294,29 @@ func TestTxnSinkFencedFailsLoudly(t *testing.T) {
 	want(t, c)
 }
 
-func TestParseMarker(t *testing.T) {
-	for _, tc := range []struct {
-		meta, run string
-		want      executor.BarrierID
-	}{
-		{markerMeta("ab12", 7), "ab12", 7},
-		{markerMeta("ab12", 7), "cd34", 0},
-		{"", "ab12", 0},
-		{"weir exactly-once sink: run ab12 checkpoint x", "ab12", 0},
-	} {
-		if got := parseMarker(tc.meta, tc.run); got != tc.want {
-			t.Errorf("parseMarker(%q, %q) = %d, want %d", tc.meta, tc.run, got, tc.want)
+func TestMarkers(t *testing.T) {
+	var ms Markers
+	ms = ms.With("ab12", 7).With("cd34", 3).With("ab12", 9)
+	if got := ms.String(); got != "weir exactly-once sink v2: cd34=3 ab12=9" {
+		t.Errorf("String() = %q", got)
+	}
+	back := ParseMarkers(ms.String())
+	if back.Of("ab12") != 9 || back.Of("cd34") != 3 || back.Of("ef56") != 0 || back.newest() != 9 {
+		t.Errorf("ParseMarkers(%q) = %v", ms.String(), back)
+	}
+	for _, meta := range []string{"", "weir exactly-once sink: run ab12 checkpoint 7", "weir exactly-once sink v2: ab12=x =3 cd34"} {
+		if got := ParseMarkers(meta); got.Of("ab12") != 0 || got.Of("cd34") != 0 {
+			t.Errorf("ParseMarkers(%q) = %v, want no marker", meta, got)
 		}
+	}
+	for i := range 2 * maxMarkers {
+		ms = ms.With(fmt.Sprintf("%016x", i), executor.BarrierID(1<<40+i))
+	}
+	if len(ms) != maxMarkers || ms.Of("ab12") != 0 || ms.Of(fmt.Sprintf("%016x", 2*maxMarkers-1)) != 1<<40+2*maxMarkers-1 {
+		t.Errorf("after %d runs: %d markers kept, oldest %v", 2*maxMarkers, len(ms), ms[0])
+	}
+	if n := len(ms.String()); n > 4096 {
+		t.Errorf("metadata of %d runs is %d bytes, over Kafka's default offset.metadata.max.bytes", maxMarkers, n)
 	}
 }
 

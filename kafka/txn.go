@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/weir-runner/weir/executor"
 	"github.com/weir-runner/weir/kafkaio"
 	"github.com/weir-runner/weir/twophase"
 )
@@ -32,10 +29,11 @@ type TxnOptions struct {
 
 // TxnWriter writes a sink subtask's committed epochs to Kafka: each
 // commit is one transaction holding the records and a marker, an offset
-// commit of the marker group on partition 0 of the topic whose offset is
-// the checkpoint and whose metadata names the run. Kafka applies the
-// offset commit atomically with the records, so the marker says exactly
-// which checkpoints' records are in the topic.
+// commit of the marker group on partition 0 of the topic whose metadata
+// holds the markers of the recent runs (Markers: for each run, the epoch
+// below which it has committed everything). Kafka applies the offset
+// commit atomically with the records, so the markers say exactly which
+// epochs' records are in the topic.
 //
 // No transaction stays open between calls: Commit begins and ends one,
 // and on any failure aborts it (best effort) and drops the client. The
@@ -114,57 +112,39 @@ func (w *TxnWriter) drop() {
 // Close closes the writer; nothing is open between commits.
 func (w *TxnWriter) Close() { w.drop() }
 
-// markerMeta is the marker's metadata: the run and the checkpoint.
-func markerMeta(run string, id executor.BarrierID) string {
-	return fmt.Sprintf("weir exactly-once sink: run %s checkpoint %d", run, id)
-}
-
-// parseMarker returns the checkpoint a marker names if it is run's; 0 for
-// another run's marker or none.
-func parseMarker(meta, run string) executor.BarrierID {
-	rest, ok := strings.CutPrefix(meta, "weir exactly-once sink: run "+run+" checkpoint ")
-	if !ok {
-		return 0
-	}
-	n, err := strconv.ParseUint(rest, 10, 64)
-	if err != nil {
-		return 0
-	}
-	return executor.BarrierID(n)
-}
-
-// Marker returns the newest checkpoint of run whose records are
-// committed; 0 when none is. It reads committed offsets only
-// (RequireStable): while a transaction is being completed the broker
-// answers with a retriable error.
-func (w *TxnWriter) Marker(ctx context.Context, run string) (executor.BarrierID, error) {
+// Markers returns the marker group's markers: for each recent run, the
+// epoch below which it has committed everything. None when nothing was
+// committed. It reads committed offsets only (RequireStable): while a
+// transaction is being completed the broker answers with a retriable
+// error.
+func (w *TxnWriter) Markers(ctx context.Context) (Markers, error) {
 	if err := w.connect(ctx); err != nil {
-		return 0, err
+		return nil, err
 	}
 	resps, err := w.adm.FetchOffsets(kadm.RequireStable(ctx), w.group)
 	if errors.Is(err, kerr.GroupIDNotFound) {
-		return 0, nil
+		return nil, nil
 	}
 	if err != nil {
 		w.drop()
-		return 0, fmt.Errorf("read marker of group %q: %w", w.group, err)
+		return nil, fmt.Errorf("read marker of group %q: %w", w.group, err)
 	}
 	o, ok := resps.Lookup(w.topic, 0)
 	if !ok {
-		return 0, nil
+		return nil, nil
 	}
 	if o.Err != nil {
 		w.drop()
-		return 0, fmt.Errorf("read marker of group %q: %w", w.group, o.Err)
+		return nil, fmt.Errorf("read marker of group %q: %w", w.group, o.Err)
 	}
-	return parseMarker(o.Metadata, run), nil
+	return ParseMarkers(o.Metadata), nil
 }
 
 // Commit writes, in one transaction, the records each hands to produce,
-// and the marker of run's checkpoint id. With no record it writes
-// nothing, marker included: there is nothing a restore could repeat. It
-// returns how many records it committed.
-func (w *TxnWriter) Commit(ctx context.Context, run string, id executor.BarrierID, each func(produce func(key, value []byte)) error) (int, error) {
+// and the markers ms. With no record it writes nothing, markers included:
+// there is nothing a restore could repeat. It returns how many records it
+// committed.
+func (w *TxnWriter) Commit(ctx context.Context, ms Markers, each func(produce func(key, value []byte)) error) (int, error) {
 	if err := w.connect(ctx); err != nil {
 		return 0, err
 	}
@@ -206,7 +186,7 @@ func (w *TxnWriter) Commit(ctx context.Context, run string, id executor.BarrierI
 		mu.Unlock()
 	}
 	if err == nil {
-		err = w.commitMarker(ctx, run, id)
+		err = w.commitMarker(ctx, ms)
 	}
 	if err == nil {
 		err = w.client.EndTransaction(ctx, kgo.TryCommit)
@@ -231,7 +211,7 @@ func cmp(first, err error) error {
 // itself with the transaction's producer id and epoch: AddOffsetsToTxn,
 // then TxnOffsetCommit of generation -1 (a commit from outside a group,
 // which Kafka allows for a group without members).
-func (w *TxnWriter) commitMarker(ctx context.Context, run string, id executor.BarrierID) error {
+func (w *TxnWriter) commitMarker(ctx context.Context, ms Markers) error {
 	if !w.haveID {
 		td, err := w.adm.ListTopics(ctx, w.topic)
 		if err != nil {
@@ -262,8 +242,8 @@ func (w *TxnWriter) commitMarker(ctx context.Context, run string, id executor.Ba
 	t := kmsg.NewTxnOffsetCommitRequestTopic()
 	t.Topic, t.TopicID = w.topic, w.topicID
 	p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
-	meta := markerMeta(run, id)
-	p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = 0, int64(id), -1, &meta
+	meta := ms.String()
+	p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = 0, int64(ms.newest()), -1, &meta
 	t.Partitions = append(t.Partitions, p)
 	oc.Topics = append(oc.Topics, t)
 	ocResp, err := oc.RequestWith(ctx, w.client)

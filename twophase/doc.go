@@ -14,9 +14,10 @@
 //
 //	on start (fresh, or over a store imported from checkpoint N):
 //	    B := Pending.Sealed()                 // N after a restore, 0 when fresh
-//	    Sink.Open(run token, staging)
-//	    Sink.Abort(B)                         // what the crashed run wrote after N
-//	    Sink.Commit(committables below B)     // N completed: they are final
+//	    R := the committables below B         // N completed: they are final
+//	    Sink.Open(lineage, a new run token, staging)
+//	    Sink.Abort(R)                         // what the crashed run wrote after N
+//	    Sink.Commit(R)
 //	on each batch:            Sink.Write(B, batch)
 //	on Barrier(N), N > B:     Pending.Prepare(B, Sink.Prepare(B)); B = N; Pending.Seal(N)
 //	on CheckpointComplete(C): Sink.Commit(committables below C), retried; drop them
@@ -29,6 +30,17 @@
 // its data (Kafka: an offset commit in the same transaction; a database:
 // a row naming the run and epoch) or an operation that is its own marker
 // (files: renaming a file that was renamed already is a no-op).
+//
+// Every start is a new run with a token of its own, and a committable
+// names the run that prepared it. A restored job numbers its epochs again
+// from the restored checkpoint: restored from one older than the newest
+// commit (or from a savepoint, into a folder whose checkpoints start at
+// 1), its new epochs have numbers an earlier run committed already. Had
+// the marker been the lineage's, "committed below M" would drop the new
+// epochs' output; per run, it only stops the restored committables from
+// being written twice. What the earlier run committed after the restored
+// checkpoint is then written again when its input is replayed: a restore
+// cannot take back what is visible, and losing nothing comes first.
 //
 // Why a Kafka sink's records wait in the store (Session.Staging) rather
 // than in an open Kafka transaction, as Flink's sink does: franz-go cannot

@@ -15,9 +15,10 @@ import (
 // implements executor.Operator and executor.CheckpointListener.
 //
 // On its first call it recovers (Pending.Sealed says which checkpoint the
-// store is, 0 when fresh): it opens the sink, has it abort what the
-// crashed run staged after that checkpoint, and commits the committables
-// the store holds, whose checkpoint completed. Then:
+// store is, 0 when fresh): it opens the sink under a new run token, has it
+// abort what earlier runs staged that the store does not name, and
+// commits the committables the store holds, whose checkpoint completed.
+// Then:
 //
 //	Process(elems):           Sink.Write(open epoch, elems)
 //	Barrier(N), N > epoch:    Sink.Prepare(epoch) into the store; epoch = N
@@ -39,6 +40,7 @@ type Driver struct {
 	Backoff func(attempt int) time.Duration
 
 	started bool
+	run     string
 	epoch   Epoch // the open epoch: the newest barrier seen
 	wrote   bool  // the open epoch has writes
 	// Committed counts the committables committed, for tests.
@@ -52,7 +54,7 @@ func (d *Driver) start(ctx context.Context) error {
 	if d.started {
 		return nil
 	}
-	run, err := d.Pending.Run()
+	lineage, err := d.Pending.Lineage()
 	if err != nil {
 		return err
 	}
@@ -60,12 +62,20 @@ func (d *Driver) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := d.Sink.Open(ctx, Session{Run: run, Staging: d.Pending}); err != nil {
+	restored, err := d.Pending.Prepared(0, sealed)
+	if err != nil {
+		return err
+	}
+	run, err := NewToken()
+	if err != nil {
+		return fmt.Errorf("%s: make run token: %w", d.Name, err)
+	}
+	if err := d.Sink.Open(ctx, Session{Lineage: lineage, Run: run, Staging: d.Pending}); err != nil {
 		return fmt.Errorf("%s: open: %w", d.Name, err)
 	}
-	d.started, d.epoch = true, sealed
-	abort := func(ctx context.Context) error { return d.Sink.Abort(ctx, sealed) }
-	if err := d.retry(ctx, fmt.Sprintf("%s: abort epochs from %d", d.Name, sealed), abort); err != nil {
+	d.started, d.run, d.epoch = true, run, sealed
+	abort := func(ctx context.Context) error { return d.Sink.Abort(ctx, restored) }
+	if err := d.retry(ctx, fmt.Sprintf("%s: abort what the checkpoint does not hold", d.Name), abort); err != nil {
 		return err
 	}
 	return d.commit(ctx, sealed)
@@ -117,7 +127,7 @@ func (d *Driver) prepare(ctx context.Context) error {
 	if c == nil {
 		return nil
 	}
-	return d.Pending.Prepare(d.epoch, c)
+	return d.Pending.Prepare(d.epoch, d.run, c)
 }
 
 // CheckpointComplete implements executor.CheckpointListener: it commits

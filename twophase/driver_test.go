@@ -30,8 +30,15 @@ func (l *callLog) log(format string, args ...any) {
 }
 
 func (l *callLog) Open(_ context.Context, s Session) error { l.st = s; l.log("open"); return nil }
-func (l *callLog) Abort(_ context.Context, from Epoch) error {
-	l.log("abort %d", from)
+func (l *callLog) Abort(_ context.Context, restored []Committable) error {
+	var s []string
+	for _, c := range restored {
+		s = append(s, fmt.Sprint(c.Epoch))
+		if c.Run == l.st.Run {
+			return fmt.Errorf("restored committable of epoch %d has this run's token", c.Epoch)
+		}
+	}
+	l.log("abort but [%s]", strings.Join(s, " "))
 	return nil
 }
 func (l *callLog) Write(_ context.Context, e Epoch, elems [][]byte) error {
@@ -53,7 +60,7 @@ func (l *callLog) Commit(_ context.Context, cs []Committable) error {
 		return errors.New("broker down")
 	}
 	for _, c := range cs {
-		key := fmt.Sprint(l.st.Run, "/", c.Epoch)
+		key := fmt.Sprint(c.Run, "/", c.Epoch)
 		if l.visible[key] {
 			continue
 		}
@@ -111,7 +118,7 @@ func TestDriverLifecycle(t *testing.T) {
 	mustDo(t, d.Barrier(ctx, 2)) // nothing written in epoch 1
 	mustDo(t, d.Process(ctx, 0, bs("c")))
 	mustDo(t, d.Barrier(ctx, 2)) // not newer: nothing
-	wantCalls(t, l, "open", "abort 0", "write 0 [a b]", "prepare 0", "write 2 [c]")
+	wantCalls(t, l, "open", "abort but []", "write 0 [a b]", "prepare 0", "write 2 [c]")
 	mustDo(t, d.CheckpointComplete(ctx, 1))
 	mustDo(t, d.CheckpointComplete(ctx, 1))
 	mustDo(t, d.CheckpointComplete(ctx, 5)) // not seen barrier 5: commits only what is sealed
@@ -147,20 +154,45 @@ func TestDriverRecovers(t *testing.T) {
 
 	r, l := newLogDriver(restore(), visible, &out)
 	mustDo(t, r.Process(ctx, 0, bs("c")))
-	wantCalls(t, l, "open", "abort 2", "commit 0:c0 1:c1", "write 2 [c]")
+	wantCalls(t, l, "open", "abort but [0 1]", "commit 0:c0 1:c1", "write 2 [c]")
 	mustDo(t, r.Finish(ctx))
 	if !slices.Equal(out, []string{"a", "b", "c"}) {
 		t.Errorf("visible %q, want a b c", out)
 	}
-	if l.st.Run != d.Pending.mustRun(t) {
-		t.Errorf("restored run %q, want the crashed run's", l.st.Run)
+	lineage, err := d.Pending.Lineage()
+	mustDo(t, err)
+	if l.st.Lineage != lineage || l.st.Run == d.run || len(l.st.Run) != 16 {
+		t.Errorf("restored lineage %q and run %q; want the crashed run's lineage %q and a new run (not %q)",
+			l.st.Lineage, l.st.Run, lineage, d.run)
 	}
 }
 
-func (p *Pending) mustRun(t *testing.T) string {
-	r, err := p.Run()
-	mustDo(t, err)
-	return r
+// TestDriverNewRunAfterRestore: a job restored from a checkpoint older
+// than its last commit numbers its epochs again from there. The epochs it
+// writes under the same numbers are a new run's: nothing of them is
+// taken for committed, though the older run committed those numbers.
+func TestDriverNewRunAfterRestore(t *testing.T) {
+	ctx := context.Background()
+	var out []string
+	visible := map[string]bool{}
+	store := twophasetest.Store(t)
+	d, _ := newLogDriver(store, visible, &out)
+	mustDo(t, d.Process(ctx, 0, bs("a")))
+	mustDo(t, d.Barrier(ctx, 1))
+	restore := twophasetest.Checkpoint(t, store, "s/0")
+	mustDo(t, d.CheckpointComplete(ctx, 1))
+	mustDo(t, d.Process(ctx, 0, bs("b")))
+	mustDo(t, d.Barrier(ctx, 2))
+	mustDo(t, d.CheckpointComplete(ctx, 2)) // epoch 1 committed
+
+	r, _ := newLogDriver(restore(), visible, &out)
+	mustDo(t, r.Process(ctx, 0, bs("b", "c"))) // the sources replay from checkpoint 1
+	mustDo(t, r.Barrier(ctx, 3))
+	mustDo(t, r.CheckpointComplete(ctx, 3))
+	slices.Sort(out)
+	if !slices.Equal(out, []string{"a", "b", "b", "c"}) {
+		t.Errorf("visible %q, want a once, b again (committed before the restore, then replayed), c", out)
+	}
 }
 
 // TestDriverRetriesCommit: a failed commit is reported, retried with the

@@ -1,4 +1,4 @@
-package translate
+package teststream
 
 import (
 	"bytes"
@@ -13,6 +13,10 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/teststream"
 	"github.com/apache/beam/sdks/v2/go/test/integration/primitives"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/weir-runner/weir/connector/connectortest"
+	"github.com/weir-runner/weir/executor"
+	"github.com/weir-runner/weir/translate"
 )
 
 func sinkInt64(int64) {}
@@ -29,18 +33,18 @@ func int64Stream(s beam.Scope) {
 }
 
 // describe prints a TestStream's events, one per line.
-func describe(ts *TestStream) string {
+func describe(events []executor.TestStreamEvent) string {
 	var b strings.Builder
-	for _, e := range ts.Events {
+	for _, e := range events {
 		switch e.Kind {
-		case TestStreamElements:
+		case executor.TestStreamElements:
 			b.WriteString("elements")
 			for _, el := range e.Elements {
 				fmt.Fprintf(&b, " %x@%d", el.Value, el.Timestamp)
 			}
-		case TestStreamWatermark:
+		case executor.TestStreamWatermark:
 			fmt.Fprintf(&b, "watermark %d", e.Watermark)
-		case TestStreamProcessingTime:
+		case executor.TestStreamProcessingTime:
 			fmt.Fprintf(&b, "processing +%d inf=%v", e.AdvanceMillis, e.ToInfinity)
 		}
 		b.WriteString("\n")
@@ -71,27 +75,27 @@ func TestTestStreamDecoding(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			plan, err := Build(marshal(t, scoped(tt.build)()), Options{})
+			plan, err := connectortest.Build(t, connectortest.Pipeline(t, tt.build), Connector{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var ts *Stage
-			for _, s := range plan.Stages {
-				if s.Kind == KindTestStream {
-					if ts != nil {
-						t.Fatalf("two TestStream stages: %s and %s", ts.ID, s.ID)
-					}
-					ts = s
-				}
+			natives := connectortest.Natives(plan)
+			if len(natives) != 1 {
+				t.Fatalf("%d TestStream stages, want 1", len(natives))
 			}
-			if ts == nil || ts.TestStream == nil || len(ts.Inputs) != 0 || len(ts.Outputs) != 1 {
+			ts := natives[0]
+			st, ok := ts.Native.(*stage)
+			if !ok || len(ts.Inputs) != 0 || len(ts.Outputs) != 1 || ts.URN != URN {
 				t.Fatalf("TestStream stage %+v, want one with events, no inputs and one output", ts)
 			}
-			if got := describe(ts.TestStream); got != tt.want {
+			if p := st.Placement(); p.Parallelism != 1 || !p.Serial {
+				t.Errorf("placement %+v, want one subtask in a serial job", p)
+			}
+			if got := describe(st.events); got != tt.want {
 				t.Errorf("events:\n%s\nwant:\n%s", got, tt.want)
 			}
 			out := plan.PColls[ts.Outputs[0]]
-			for _, e := range ts.TestStream.Events {
+			for _, e := range st.events {
 				for _, el := range e.Elements {
 					if n, err := out.Codec.Value(el.Value); err != nil || n != len(el.Value) {
 						t.Errorf("element %x: wire value measure = %d, %v; want %d", el.Value, n, err, len(el.Value))
@@ -106,7 +110,7 @@ func TestTestStreamDecoding(t *testing.T) {
 func editTestStream(t *testing.T, pp *pipepb.Pipeline, edit func(*pipepb.TestStreamPayload, *pipepb.Components)) {
 	t.Helper()
 	for _, tr := range pp.GetComponents().GetTransforms() {
-		if tr.GetSpec().GetUrn() != URNTestStream {
+		if tr.GetSpec().GetUrn() != URN {
 			continue
 		}
 		var pl pipepb.TestStreamPayload
@@ -170,14 +174,14 @@ func TestTestStreamRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pp := marshal(t, scoped(int64Stream)())
+			pp := connectortest.Pipeline(t, int64Stream)
 			editTestStream(t, pp, tt.edit)
-			_, err := Build(pp, Options{})
+			_, err := connectortest.Build(t, pp, Connector{})
 			if err == nil {
 				t.Fatal("Build accepted the pipeline")
 			}
-			if msg := err.Error(); !strings.Contains(msg, tt.want) || !strings.Contains(msg, `transform "External" (`+URNTestStream+")") {
-				t.Errorf("Build = %v\nwant an error naming the transform and %s, saying %q", err, URNTestStream, tt.want)
+			if msg := err.Error(); !strings.Contains(msg, tt.want) || !strings.Contains(msg, `transform "External" (`+URN+")") {
+				t.Errorf("Build = %v\nwant an error naming the transform and %s, saying %q", err, URN, tt.want)
 			}
 		})
 	}
@@ -188,25 +192,23 @@ func TestTestStreamRefused(t *testing.T) {
 // writes its events in the payload's coder to an SDK-side Flatten that
 // writes the output in its own.
 func TestTestStreamRecodes(t *testing.T) {
-	pp := marshal(t, scoped(int64Stream)())
+	pp := connectortest.Pipeline(t, int64Stream)
 	comps := pp.GetComponents()
 	comps.Coders["pickled"] = &pipepb.Coder{Spec: &pipepb.FunctionSpec{Urn: "example:coder:pickled:v1"}}
 	var out string
 	for _, tr := range comps.GetTransforms() {
-		if tr.GetSpec().GetUrn() == URNTestStream {
-			out = onlyValue(tr.GetOutputs())
+		if tr.GetSpec().GetUrn() == URN {
+			out = connectortest.Only(tr.GetOutputs())
 		}
 	}
 	comps.Pcollections[out].CoderId = "pickled"
-	plan, err := Build(pp, Options{})
+	plan, err := connectortest.Build(t, pp, Connector{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var events string
-	for _, s := range plan.Stages {
-		if s.Kind == KindTestStream {
-			events = s.Outputs[0]
-		}
+	for _, s := range connectortest.Natives(plan) {
+		events = s.Outputs[0]
 	}
 	if c := plan.Components.GetPcollections()[events].GetCoderId(); events == "" || c == "pickled" {
 		t.Fatalf("TestStream writes %q in coder %q, want its payload's", events, c)
@@ -215,7 +217,7 @@ func TestTestStreamRecodes(t *testing.T) {
 	for _, s := range plan.Stages {
 		for _, id := range s.Transforms {
 			tr := plan.Components.GetTransforms()[id]
-			if tr.GetSpec().GetUrn() == URNFlatten && s.Kind == KindSDK && onlyValue(tr.GetInputs()) == events && onlyValue(tr.GetOutputs()) == out {
+			if tr.GetSpec().GetUrn() == translate.URNFlatten && s.Kind == translate.KindSDK && connectortest.Only(tr.GetInputs()) == events && connectortest.Only(tr.GetOutputs()) == out {
 				found = true
 			}
 		}
@@ -228,17 +230,17 @@ func TestTestStreamRecodes(t *testing.T) {
 // TestWireValueKV checks a KV's unknown value coder is length-prefixed
 // behind its key.
 func TestWireValueKV(t *testing.T) {
-	b := &builder{comps: &pipepb.Components{Coders: map[string]*pipepb.Coder{
+	b := wireCoders{map[string]*pipepb.Coder{
 		"str": {Spec: &pipepb.FunctionSpec{Urn: "beam:coder:string_utf8:v1"}},
 		"row": {Spec: &pipepb.FunctionSpec{Urn: "beam:coder:row:v1"}},
 		"kv":  {Spec: &pipepb.FunctionSpec{Urn: "beam:coder:kv:v1"}, ComponentCoderIds: []string{"str", "row"}},
 		"rk":  {Spec: &pipepb.FunctionSpec{Urn: "beam:coder:kv:v1"}, ComponentCoderIds: []string{"row", "str"}},
-	}}, lpMemo: map[string]string{}}
-	got, err := b.wireValue("kv", []byte{1, 'k', 9, 9, 9}, false)
+	}}
+	got, err := b.value("kv", []byte{1, 'k', 9, 9, 9}, false)
 	if want := []byte{1, 'k', 3, 9, 9, 9}; err != nil || !bytes.Equal(got, want) {
 		t.Errorf("wireValue(kv) = %x, %v; want %x", got, err, want)
 	}
-	if _, err := b.wireValue("rk", []byte{9, 1, 'v'}, false); err == nil || !strings.Contains(err.Error(), "key coder") {
+	if _, err := b.value("rk", []byte{9, 1, 'v'}, false); err == nil || !strings.Contains(err.Error(), "key coder") {
 		t.Errorf("wireValue with an unknown key coder = %v, want an error about the key", err)
 	}
 }
@@ -247,13 +249,13 @@ func TestWireValueKV(t *testing.T) {
 // outer context, where a string or bytes has no length and a KV's value
 // is outer; weir's wire form is nested.
 func TestWireValueOuter(t *testing.T) {
-	b := &builder{comps: &pipepb.Components{Coders: map[string]*pipepb.Coder{
+	b := wireCoders{map[string]*pipepb.Coder{
 		"str":    {Spec: &pipepb.FunctionSpec{Urn: "beam:coder:string_utf8:v1"}},
 		"bytes":  {Spec: &pipepb.FunctionSpec{Urn: "beam:coder:bytes:v1"}},
 		"varint": {Spec: &pipepb.FunctionSpec{Urn: "beam:coder:varint:v1"}},
 		"kv":     {Spec: &pipepb.FunctionSpec{Urn: "beam:coder:kv:v1"}, ComponentCoderIds: []string{"str", "str"}},
 		"kvint":  {Spec: &pipepb.FunctionSpec{Urn: "beam:coder:kv:v1"}, ComponentCoderIds: []string{"str", "varint"}},
-	}}, lpMemo: map[string]string{}}
+	}}
 	for _, tt := range []struct {
 		coder    string
 		in, want []byte
@@ -266,12 +268,12 @@ func TestWireValueOuter(t *testing.T) {
 		{"kv", []byte{1, 'k', 'v', 'w'}, []byte{1, 'k', 2, 'v', 'w'}},
 		{"kvint", []byte{1, 'k', 7}, []byte{1, 'k', 7}},
 	} {
-		got, err := b.wireValue(tt.coder, tt.in, true)
+		got, err := b.value(tt.coder, tt.in, true)
 		if err != nil || !bytes.Equal(got, tt.want) {
 			t.Errorf("wireValue(%s, %x, outer) = %x, %v; want %x", tt.coder, tt.in, got, err, tt.want)
 		}
 	}
-	if _, err := b.wireValue("kvint", []byte{1, 'k', 7, 7}, true); err == nil {
+	if _, err := b.value("kvint", []byte{1, 'k', 7, 7}, true); err == nil {
 		t.Error("a varint value with a byte left over was accepted")
 	}
 }
