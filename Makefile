@@ -41,11 +41,12 @@ fuzz:
 # connector's sink and source, and its table in docs/connectors.md, which
 # it rewrites; the run's exit status is the suites'. Part of make test as
 # plain go test (without the table).
-CONFORMANCE_PKGS := ./kafka ./filesink ./teststream
+CONFORMANCE_PKGS := ./kafka ./filesink ./teststream ./pgsink
 .PHONY: conformance
 conformance:
 	rm -rf $(BIN)/conformance && mkdir -p $(BIN)/conformance
-	WEIR_CONFORMANCE_OUT=$(CURDIR)/$(BIN)/conformance $(GO) test -count=1 -run 'Conformance' $(CONFORMANCE_PKGS); \
+	WEIR_REQUIRE_POSTGRES=1 WEIR_PG_URL=$$(internal/tools/postgres.sh start) \
+		WEIR_CONFORMANCE_OUT=$(CURDIR)/$(BIN)/conformance $(GO) test -count=1 -run 'Conformance' $(CONFORMANCE_PKGS); \
 	status=$$?; $(GO) run ./internal/tools/conformance -in $(BIN)/conformance -doc docs/connectors.md && exit $$status
 
 # The web UI's browser tests (webui, webui/uitest) in headless Chromium.

@@ -30,9 +30,7 @@ func BenchmarkCommit(b *testing.B) {
 			store := twophasetest.Store(b)
 			s := f.plan.NewSink("bench", 0, globalCodec(b), nil)
 			pending := twophase.NewPending(store, "pg/0", "pg[0]")
-			run, err := pending.Run()
-			must(b, err)
-			if err := s.Open(ctx, twophase.Session{Run: run, Staging: pending}); err != nil {
+			if err := s.Open(ctx, twophase.Session{Lineage: "bench", Run: "run", Staging: pending}); err != nil {
 				b.Fatal(err)
 			}
 			defer s.Close()
@@ -55,7 +53,7 @@ func BenchmarkCommit(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				if err := s.Commit(ctx, []twophase.Committable{{Epoch: epoch, Data: c}}); err != nil {
+				if err := s.Commit(ctx, []twophase.Committable{{Epoch: epoch, Run: "run", Data: c}}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -39,7 +39,6 @@ type Sink struct {
 	conn  *pgx.ConnConfig
 
 	db      *db
-	run     string
 	staging twophase.Staging
 	count   int // rows in the open epoch
 	batch   [][]byte
@@ -52,7 +51,7 @@ var _ twophase.Sink = (*Sink)(nil)
 // cannot be reached, and checks the table (check). A missing table, column
 // or key index, or a refused login, fails the job at once.
 func (s *Sink) Open(ctx context.Context, ss twophase.Session) error {
-	s.run, s.staging = ss.Run, ss.Staging
+	s.staging = ss.Staging
 	cfg := s.conn.Copy()
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = defaultConnectTimeout
@@ -83,7 +82,7 @@ func (s *Sink) failed(err error) error {
 // Abort implements twophase.Sink. Nothing of this sink outlives a crash
 // outside the store: the server aborted the crashed run's transaction
 // when its connection ended.
-func (s *Sink) Abort(context.Context, twophase.Epoch) error { return nil }
+func (s *Sink) Abort(context.Context, []twophase.Committable) error { return nil }
 
 // Write implements twophase.Sink: it checks that each element is a row
 // it can write and stages the rows. A row that does not decode fails the
@@ -129,7 +128,7 @@ func (s *Sink) Commit(ctx context.Context, cs []twophase.Committable) error {
 	}
 	es := make([]epochOf, len(cs))
 	for i, c := range cs {
-		es[i] = epochOf{run: s.runOf(c), epoch: c.Epoch}
+		es[i] = epochOf{run: c.Run, epoch: c.Epoch}
 	}
 	src := func(epoch twophase.Epoch, fn func([]byte) error) error {
 		return s.staging.Read(epoch, epoch+1, func(_ twophase.Epoch, v []byte) error { return fn(v) })
@@ -141,9 +140,6 @@ func (s *Sink) Commit(ctx context.Context, cs []twophase.Committable) error {
 	s.Committed += n
 	return nil
 }
-
-// runOf returns the run that prepared c.
-func (s *Sink) runOf(twophase.Committable) string { return s.run }
 
 // Close implements twophase.Sink.
 func (s *Sink) Close() error {
