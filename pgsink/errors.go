@@ -1,7 +1,6 @@
 package pgsink
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -38,16 +37,9 @@ func classify(err error) (out error, reconnect bool) {
 		}
 		return twophase.Permanent(err), false
 	}
-	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) && errors.As(ce.Unwrap(), &pe) {
-		return classify(pe)
-	}
 	var pce *pgconn.ParseConfigError
 	if errors.As(err, &pce) {
 		return twophase.Permanent(err), false
-	}
-	if errors.Is(err, context.Canceled) {
-		return err, true
 	}
 	return err, true
 }
