@@ -17,12 +17,16 @@ vet:
 	$(GO) vet ./...
 
 # The browser tests (webui, and cmd/weir's against weir serve) run in
-# headless Chromium, which chromium.sh installs once; the PostgreSQL sink's
-# tests run against the server postgres.sh installs and starts (and leaves
-# running, for the next run: make postgres-stop). Both fail, not skip, in
-# make test.
+# headless Chromium, which chromium.sh installs once; they fail, not skip,
+# in make test. The Kafka tests run on kfake and on a real Kafka broker
+# that kafka.sh starts for the run in bin/kafka-test (fresh each time) and
+# stops after it; its subtests fail, not skip, without it. The PostgreSQL
+# sink's tests run against the server postgres.sh installs and starts (and
+# leaves running, for the next run: make postgres-stop); they fail, not
+# skip, without it.
 test: vet
-	WEIR_REQUIRE_CHROMIUM=1 WEIR_CHROMIUM=$$(internal/tools/chromium.sh) \
+	internal/tools/kafka.sh run $(BIN)/kafka-test -- env WEIR_REQUIRE_KAFKA=1 \
+		WEIR_REQUIRE_CHROMIUM=1 WEIR_CHROMIUM=$$(internal/tools/chromium.sh) \
 		WEIR_REQUIRE_POSTGRES=1 WEIR_PG_URL=$$(internal/tools/postgres.sh start) $(GO) test ./...
 	$(GO) test -race ./executor/... ./jobview/... ./telemetry/... ./webui/...
 	$(MAKE) vr-smoke
@@ -38,14 +42,17 @@ fuzz:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) internal/tools/fuzz.sh
 
 # The connector conformance suite (connector/conformance) against every
-# connector's sink and source, and its table in docs/connectors.md, which
-# it rewrites; the run's exit status is the suites'. Part of make test as
-# plain go test (without the table).
+# connector's sink and source, Kafka's on kfake and on a real broker that
+# kafka.sh starts for the run (as make test's), PostgreSQL's on the server
+# postgres.sh starts, and its table in docs/connectors.md, which it
+# rewrites; the run's exit status is the suites'. make test runs the same
+# tests, without the table.
 CONFORMANCE_PKGS := ./kafka ./filesink ./teststream ./pgsink
 .PHONY: conformance
 conformance:
 	rm -rf $(BIN)/conformance && mkdir -p $(BIN)/conformance
-	WEIR_REQUIRE_POSTGRES=1 WEIR_PG_URL=$$(internal/tools/postgres.sh start) \
+	internal/tools/kafka.sh run $(BIN)/kafka-conformance -- env WEIR_REQUIRE_KAFKA=1 \
+		WEIR_REQUIRE_POSTGRES=1 WEIR_PG_URL=$$(internal/tools/postgres.sh start) \
 		WEIR_CONFORMANCE_OUT=$(CURDIR)/$(BIN)/conformance $(GO) test -count=1 -run 'Conformance' $(CONFORMANCE_PKGS); \
 	status=$$?; $(GO) run ./internal/tools/conformance -in $(BIN)/conformance -doc docs/connectors.md && exit $$status
 
@@ -63,6 +70,18 @@ ui-screenshots:
 		$(GO) test ./webui -run 'TestBrowser$$' -count=1
 	WEIR_REQUIRE_CHROMIUM=1 WEIR_CHROMIUM=$$(internal/tools/chromium.sh) WEIR_UI_SCREENSHOTS=$(CURDIR)/docs/ui \
 		$(GO) test ./cmd/weir -run 'TestUIStreamingJob$$' -count=1
+
+# A real Apache Kafka broker (KRaft, one node, on loopback) for running
+# the tests against by hand: `make kafka` starts it in KAFKA_DIR (or finds
+# it running) and prints its address, for WEIR_KAFKA_BROKERS; the first
+# start resolves Kafka's jars with Maven into ~/.m2. `make kafka-stop`
+# stops it; the data stays until KAFKA_DIR is removed. See docs/kafka.md.
+KAFKA_DIR ?= $(BIN)/kafka
+.PHONY: kafka kafka-stop
+kafka:
+	@internal/tools/kafka.sh start $(KAFKA_DIR)
+kafka-stop:
+	@internal/tools/kafka.sh stop $(KAFKA_DIR)
 
 # The Python side: a virtual environment with python/requirements.txt
 # (apache-beam pinned), made once and reused (python/venv.sh), and the

@@ -5,25 +5,32 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-
 	"github.com/weir-runner/weir/connector/conformance"
 	"github.com/weir-runner/weir/executor"
+	"github.com/weir-runner/weir/internal/kafkatest"
 	"github.com/weir-runner/weir/kafkaio"
 	"github.com/weir-runner/weir/twophase"
 	"github.com/weir-runner/weir/wire"
 )
 
-// txnHarness is an exactly-once sink writing to topic "out" of a kfake
-// cluster of its own, as subtask 0 of a job (transactional id "sink-0").
+// brokerName names a broker kind in the conformance table.
+func brokerName(b *kafkatest.Broker) string {
+	if b.Real() {
+		return "kafka (Apache Kafka)"
+	}
+	return "kafka (kfake)"
+}
+
+// txnHarness is an exactly-once sink writing to a topic of its own, as
+// subtask 0 of a job (every instance with one transactional id).
 type txnHarness struct {
 	t *testing.T
-	c *kfake.Cluster
+	e *txnEnv
 }
 
 func (h *txnHarness) New(testing.TB) twophase.Sink {
-	w, err := NewTxnWriter(&kafkaio.WriteConfig{BootstrapServers: h.c.ListenAddrs(), Topic: "out", Semantic: kafkaio.ExactlyOnce},
-		TxnOptions{Name: "sink[0]", TransactionalID: "sink-0"})
+	w, err := NewTxnWriter(&kafkaio.WriteConfig{BootstrapServers: h.e.b.Addrs, Topic: h.e.topic, Semantic: kafkaio.ExactlyOnce},
+		TxnOptions{Name: "sink[0]", TransactionalID: h.e.txnID})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -36,26 +43,29 @@ func (h *txnHarness) New(testing.TB) twophase.Sink {
 func (h *txnHarness) Element(v string) []byte { return elems(v)[0] }
 
 // Committed reads the topic with read_committed isolation.
-func (h *txnHarness) Committed(t testing.TB) []string { return committed(h.t, h.c) }
+func (h *txnHarness) Committed(testing.TB) []string { return h.e.committed(h.t) }
 
 func TestSinkConformance(t *testing.T) {
-	conformance.RunSink(t, "kafka (kfake)", func(t *testing.T) conformance.SinkHarness {
-		return &txnHarness{t: t, c: newCluster(t, txnPartitions, "out")}
+	kafkatest.Each(t, func(t *testing.T, b *kafkatest.Broker) {
+		conformance.RunSink(t, brokerName(b), func(t *testing.T) conformance.SinkHarness {
+			return &txnHarness{t: t, e: newTxnEnv(t, b)}
+		})
 	})
 }
 
-// readHarness is a bounded read of topic "in" (two partitions) of a kfake
-// cluster of its own, fed in two parts, a few records a poll so that
-// barriers fall between them.
+// readHarness is a bounded read of a topic of its own (two partitions),
+// fed in two parts, a few records a poll so that barriers fall between
+// them.
 type readHarness struct {
 	t     *testing.T
-	c     *kfake.Cluster
+	b     *kafkatest.Broker
+	topic string
 	parts [][]string
 	in    *wire.Codec
 }
 
-func newReadHarness(t *testing.T) *readHarness {
-	h := &readHarness{t: t, c: newCluster(t, 2, "in"), in: kvBytesCodec(t)}
+func newReadHarness(t *testing.T, b *kafkatest.Broker) *readHarness {
+	h := &readHarness{t: t, b: b, topic: b.Topic(t, "in", 2), in: kvBytesCodec(t)}
 	for p := range 2 {
 		var vals []string
 		for i := range 150 {
@@ -67,7 +77,7 @@ func newReadHarness(t *testing.T) *readHarness {
 }
 
 func (h *readHarness) New(testing.TB) executor.Source {
-	cfg := &kafkaio.ReadConfig{BootstrapServers: h.c.ListenAddrs(), Topics: []string{"in"}, MaxRecords: 300,
+	cfg := &kafkaio.ReadConfig{BootstrapServers: h.b.Addrs, Topics: []string{h.topic}, MaxRecords: 300,
 		Start: kafkaio.StartEarliest}
 	return &Source{Config: cfg, Options: ReaderOptions{Name: "read", PollWait: 20 * time.Millisecond, MaxPoll: 5}}
 }
@@ -80,7 +90,7 @@ func (h *readHarness) Feed(t testing.TB, part int) {
 	for i, v := range h.parts[part] {
 		recs = append(recs, rec{partition: int32(i % 2), key: "k", val: v, ts: int64(1000*part + i)})
 	}
-	produce(h.t, h.c, "in", recs...)
+	produce(h.t, h.b, h.topic, recs...)
 }
 
 func (h *readHarness) Value(e []byte) (string, error) {
@@ -93,5 +103,7 @@ func (h *readHarness) Value(e []byte) (string, error) {
 }
 
 func TestSourceConformance(t *testing.T) {
-	conformance.RunSource(t, "kafka (kfake)", func(t *testing.T) conformance.SourceHarness { return newReadHarness(t) })
+	kafkatest.Each(t, func(t *testing.T, b *kafkatest.Broker) {
+		conformance.RunSource(t, brokerName(b), func(t *testing.T) conformance.SourceHarness { return newReadHarness(t, b) })
+	})
 }

@@ -36,9 +36,15 @@ type TxnOptions struct {
 // epochs' records are in the topic.
 //
 // No transaction stays open between calls: Commit begins and ends one,
-// and on any failure aborts it (best effort) and drops the client. The
-// next call makes a new client, whose InitProducerID fences and finishes
-// whatever the old one left open, before it reads the marker.
+// and on any failure aborts it with the same client. The writer's first
+// client initialises the producer id afresh, which fences whatever an
+// earlier process with the same transactional id left open; it keeps that
+// client for its life. A new client would fence a writer that had fenced
+// this one (a second job writing as this one): the two would take the
+// id from each other at every retry, both writing. The same client's
+// abort re-initialises with its own producer id and epoch instead, which
+// Kafka refuses with ProducerFenced once another writer holds the id:
+// that error is permanent, and the fenced writer stops.
 type TxnWriter struct {
 	name  string
 	topic string
@@ -46,10 +52,17 @@ type TxnWriter struct {
 	group string
 	kopts []kgo.Opt
 
-	client  *kgo.Client // nil until needed, and after a failure
+	client  *kgo.Client // nil until needed
 	adm     *kadm.Client
 	topicID [16]byte
 	haveID  bool
+	// unended is set while a failed transaction may still be open: the
+	// abort after the failure failed too, and is tried again before the
+	// next transaction begins.
+	unended bool
+	// grouped says the marker group holds an offset for the topic's
+	// partition 0 (Markers).
+	grouped bool
 }
 
 // NewTxnWriter returns a transactional writer to cfg's topic. It does not
@@ -95,9 +108,25 @@ func (w *TxnWriter) connect(ctx context.Context) error {
 	return nil
 }
 
-// drop aborts what the client has open, best effort and bounded, and
-// closes it.
-func (w *TxnWriter) drop() {
+// abort ends a failed transaction: it drops the records not yet sent and
+// aborts with the same client, re-initialising its producer id with the
+// id and epoch it has if the failure calls for it. An error that says
+// another writer holds the transactional id is permanent.
+func (w *TxnWriter) abort(ctx context.Context) error {
+	err := w.client.AbortBufferedRecords(ctx)
+	if err == nil {
+		err = w.client.EndTransaction(ctx, kgo.TryAbort)
+	}
+	w.unended = err != nil
+	if err != nil {
+		return classify(fmt.Errorf("abort a failed transaction of %q: %w", w.txnID, err))
+	}
+	return nil
+}
+
+// Close aborts what the client has open, best effort and bounded, and
+// closes it; nothing is open between commits.
+func (w *TxnWriter) Close() {
 	if w.client == nil {
 		return
 	}
@@ -109,35 +138,83 @@ func (w *TxnWriter) drop() {
 	w.client, w.adm = nil, nil
 }
 
-// Close closes the writer; nothing is open between commits.
-func (w *TxnWriter) Close() { w.drop() }
-
 // Markers returns the marker group's markers: for each recent run, the
-// epoch below which it has committed everything. None when nothing was
-// committed. It reads committed offsets only (RequireStable): while a
-// transaction is being completed the broker answers with a retriable
-// error.
+// epoch below which it has committed everything; none when nothing was
+// committed. It reads committed offsets only (RequireStable). Kafka
+// answers UNSTABLE_OFFSET_COMMIT until the coordinator has written the
+// markers of the last transaction that committed the group's offsets,
+// which it does after EndTxn returns: right after this writer's own
+// commit, that is the usual answer. Markers waits it out quietly for a
+// while (unstableRetries) before returning it.
 func (w *TxnWriter) Markers(ctx context.Context) (Markers, error) {
 	if err := w.connect(ctx); err != nil {
 		return nil, err
 	}
-	resps, err := w.adm.FetchOffsets(kadm.RequireStable(ctx), w.group)
-	if errors.Is(err, kerr.GroupIDNotFound) {
-		return nil, nil
+	for attempt := 0; ; attempt++ {
+		ms, found, err := w.markers(ctx)
+		if err == nil && !found && !w.grouped {
+			err = w.makeGroup(ctx)
+		}
+		w.grouped = w.grouped || err == nil
+		if !errors.Is(err, kerr.UnstableOffsetCommit) || attempt == unstableRetries {
+			return ms, err
+		}
+		if err := sleep(ctx, unstableWait); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// makeGroup gives the marker group an offset with no marker, outside any
+// transaction, before the writer's first transaction. Kafka answers a
+// stable read (RequireStable) of a group that has only offsets a
+// transaction is still completing with no offsets at all, not with
+// UNSTABLE_OFFSET_COMMIT: right after the first commit of a new group,
+// its marker would read as absent, and a commit whose outcome was unknown
+// would be written again. A group with an offset already answers
+// UNSTABLE_OFFSET_COMMIT until the transaction is complete.
+//
+// Nothing of this transactional id is being committed meanwhile: the
+// writer's producer id was just initialised, which completes the
+// transactions of earlier writers first, and it has begun none.
+func (w *TxnWriter) makeGroup(ctx context.Context) error {
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: w.topic, Partition: 0, At: 0, LeaderEpoch: -1, Metadata: Markers(nil).String()})
+	resp, err := w.adm.CommitOffsets(ctx, w.group, os)
+	if err == nil {
+		err = resp.Error()
 	}
 	if err != nil {
-		w.drop()
-		return nil, fmt.Errorf("read marker of group %q: %w", w.group, err)
+		return fmt.Errorf("make marker group %q: %w", w.group, err)
+	}
+	return nil
+}
+
+// unstableRetries and unstableWait bound how long Markers waits for
+// offsets to become stable before it reports the error (about 2 s).
+const (
+	unstableRetries = 100
+	unstableWait    = 20 * time.Millisecond
+)
+
+// markers reads the markers; found says the group has an offset for the
+// topic's partition 0.
+func (w *TxnWriter) markers(ctx context.Context) (ms Markers, found bool, err error) {
+	resps, err := w.adm.FetchOffsets(kadm.RequireStable(ctx), w.group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read marker of group %q: %w", w.group, err)
 	}
 	o, ok := resps.Lookup(w.topic, 0)
 	if !ok {
-		return nil, nil
+		return nil, false, nil
 	}
 	if o.Err != nil {
-		w.drop()
-		return nil, fmt.Errorf("read marker of group %q: %w", w.group, o.Err)
+		return nil, true, fmt.Errorf("read marker of group %q: %w", w.group, o.Err)
 	}
-	return ParseMarkers(o.Metadata), nil
+	return ParseMarkers(o.Metadata), true, nil
 }
 
 // Commit writes, in one transaction, the records each hands to produce,
@@ -147,6 +224,11 @@ func (w *TxnWriter) Markers(ctx context.Context) (Markers, error) {
 func (w *TxnWriter) Commit(ctx context.Context, ms Markers, each func(produce func(key, value []byte)) error) (int, error) {
 	if err := w.connect(ctx); err != nil {
 		return 0, err
+	}
+	if w.unended {
+		if err := w.abort(ctx); err != nil {
+			return 0, err
+		}
 	}
 	var mu sync.Mutex
 	var prodErr error
@@ -192,7 +274,9 @@ func (w *TxnWriter) Commit(ctx context.Context, ms Markers, each func(produce fu
 		err = w.client.EndTransaction(ctx, kgo.TryCommit)
 	}
 	if err != nil {
-		w.drop()
+		if aerr := w.abort(ctx); twophase.IsPermanent(aerr) {
+			return 0, fmt.Errorf("%w (after %w)", aerr, err)
+		}
 		return 0, classify(err)
 	}
 	return n, nil

@@ -15,6 +15,7 @@ import (
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 
 	"github.com/weir-runner/weir/checkpoint"
+	"github.com/weir-runner/weir/connector"
 	"github.com/weir-runner/weir/executor"
 	"github.com/weir-runner/weir/fnapi"
 	"github.com/weir-runner/weir/state"
@@ -45,6 +46,10 @@ type LocalExecutor struct {
 	// NoMetrics turns off the subtasks' counts and the job's sampling
 	// (observe.go): the job's view then has its state and messages only.
 	NoMetrics bool
+	// Connectors are the runner-native transforms jobs may use; default
+	// weir's (connector/all). A confined server checks the paths of
+	// weir's connectors only.
+	Connectors *connector.Registry
 }
 
 // NewLocalExecutor returns the executor that runs jobs in this process.
@@ -61,9 +66,12 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		return err
 	}
 	opts, err := translateOptions(j, translate.Options{NoLift: e.NoLift, FixedPrecombine: e.FixedPrecombine,
-		NoUnlift: e.NoUnlift, Connectors: connectors()})
+		NoUnlift: e.NoUnlift, Connectors: e.Connectors})
 	if err != nil {
 		return err
+	}
+	if opts.Connectors == nil {
+		opts.Connectors = connectors()
 	}
 	// A checkpoint would have to keep which form each combine's shuffle
 	// holds; jobs that take them keep their combines lifted.

@@ -96,13 +96,3 @@ func TestNativeRefused(t *testing.T) {
 		t.Errorf("Build without the connector = %v", err)
 	}
 }
-
-func TestRegistryRefusesDuplicates(t *testing.T) {
-	a := &fakeConnector{urn: "u"}
-	if _, err := connector.NewRegistry(a, &fakeConnector{urn: "u"}); err == nil || !strings.Contains(err.Error(), "URN u is claimed by") {
-		t.Errorf("NewRegistry of two connectors of one URN = %v", err)
-	}
-	if _, err := connector.NewRegistry(&fakeConnector{}); err == nil {
-		t.Error("NewRegistry accepted a connector without a URN")
-	}
-}

@@ -43,7 +43,8 @@ type Driver struct {
 	run     string
 	epoch   Epoch // the open epoch: the newest barrier seen
 	wrote   bool  // the open epoch has writes
-	// Committed counts the committables committed, for tests.
+	// Committed counts the committables handed to a Commit that
+	// succeeded (some may have been committed before), for tests.
 	Committed int
 }
 

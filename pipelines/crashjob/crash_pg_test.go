@@ -24,8 +24,10 @@ func TestCrashExactlyOncePostgres(t *testing.T) {
 	db.Exec(t, `CREATE TABLE window_sums (key text NOT NULL, window_start bigint NOT NULL, sum bigint NOT NULL)`)
 	dir := t.TempDir()
 	began := time.Now()
-	job, kfake := build(t, dir)
-	brokers := startKfake(t, kfake)
+	b := startKfake(t)
+	job := build(t)
+	brokers := b.String()
+	in := b.Topic(t, "in", partitions)
 	t.Logf("built in %v", time.Since(began).Round(time.Second))
 
 	seed := time.Now().UnixNano()
@@ -34,10 +36,10 @@ func TestCrashExactlyOncePostgres(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	want := expected(t0)
 	produced := make(chan error, 1)
-	go func() { produced <- produce(brokers, t0, rng.Int63()) }()
+	go func() { produced <- produce(brokers, in, t0, rng.Int63()) }()
 
 	args := []string{
-		"--runner=weir", "--job_name=crashjob-postgres", "--brokers=" + brokers,
+		"--runner=weir", "--job_name=crashjob-postgres", "--brokers=" + brokers, "--in_topic=" + in,
 		"--weir_checkpoint_interval=200ms",
 		"--weir_checkpoint_dir=" + filepath.Join(dir, "checkpoints"),
 		"--pg=" + db.URL, "--pg_table=window_sums",
