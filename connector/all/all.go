@@ -6,6 +6,7 @@ import (
 	"github.com/weir-runner/weir/connector"
 	"github.com/weir-runner/weir/filesink"
 	"github.com/weir-runner/weir/kafka"
+	"github.com/weir-runner/weir/pgsink"
 	"github.com/weir-runner/weir/teststream"
 )
 
@@ -15,6 +16,7 @@ var registry = connector.MustRegistry(
 	kafka.ReadConnector{},
 	kafka.WriteConnector{},
 	filesink.Connector{},
+	pgsink.Connector{},
 	teststream.Connector{},
 )
 
