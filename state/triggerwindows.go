@@ -15,7 +15,9 @@ import (
 const (
 	// KindTriggerWindow holds a window's metadata and its values:
 	//	ns|kind|kg|'m'|lp(key)|end|window → metadata (the caller's encoding)
-	//	ns|kind|kg|'v'|lp(key)|lp(window)|seq → one value
+	//	ns|kind|kg|'v'|lp(key)|lp(values)|seq → one value
+	// where values is the window's value set: the window itself, or the
+	// one a merged window took over (WindowID.Values).
 	KindTriggerWindow Kind = 4
 	// KindTriggerIndex finds windows by their last instant:
 	//	ns|kind|end|kg|lp(key)|window → empty
@@ -33,6 +35,20 @@ type WindowID struct {
 	End      mtime.Time // the window's last instant
 	Key      []byte     // encoded key
 	Window   []byte     // encoded window
+	// Values names the window's value set: nil means its own (Window). A
+	// window merged out of others takes one member's set over by naming
+	// it here, so merging a session that grows by one element at a time
+	// does not copy its values every time (the caller keeps the name in
+	// its metadata: the index and KeyWindows do not return it).
+	Values []byte
+}
+
+// valueSet is the name of the window's value set.
+func (id WindowID) valueSet() []byte {
+	if id.Values != nil {
+		return id.Values
+	}
+	return id.Window
 }
 
 // TriggerWindows holds the open windows of one triggered group-by-key
@@ -81,7 +97,7 @@ func (w *TriggerWindows) metaKey(b []byte, id WindowID) []byte {
 }
 
 func (w *TriggerWindows) valuePrefix(b []byte, id WindowID) []byte {
-	return appendLP(w.keyPrefix(b, subValue, id.KeyGroup, id.Key), id.Window)
+	return appendLP(w.keyPrefix(b, subValue, id.KeyGroup, id.Key), id.valueSet())
 }
 
 func (w *TriggerWindows) indexKey(b []byte, id WindowID) []byte {
@@ -202,6 +218,15 @@ func (w *TriggerWindows) ClearValues(id WindowID) error {
 // Delete removes the window: metadata, values and index entry.
 func (w *TriggerWindows) Delete(id WindowID) error {
 	if err := w.ClearValues(id); err != nil {
+		return err
+	}
+	return w.DeleteMeta(id)
+}
+
+// DeleteMeta removes the window's metadata and index entry and leaves its
+// values: a window merged out of this one took them over.
+func (w *TriggerWindows) DeleteMeta(id WindowID) error {
+	if err := checkID(id); err != nil {
 		return err
 	}
 	b := w.b()

@@ -194,3 +194,50 @@ func TestClearValuesOfSmallWindowsAddsNoRangeDeletion(t *testing.T) {
 		}
 	}
 }
+
+// TestTriggerWindowsValueSetTakenOver: a window that names another's value
+// set reads and appends to it; DeleteMeta leaves the set to its new owner,
+// Delete of the owner clears it, and neighbours are untouched.
+func TestTriggerWindowsValueSetTakenOver(t *testing.T) {
+	w := memStore(t).NewTriggerWindows("gbk/0")
+	old, other := winID(1, 10, "k", "A"), winID(1, 10, "k", "B")
+	for _, id := range []WindowID{old, other} {
+		if err := w.Create(id, []byte("m")); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Append(id, []byte(string(id.Window)+"1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	merged := winID(1, 20, "k", "AA")
+	merged.Values = old.Window
+	if err := w.Create(merged, []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.DeleteMeta(old); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append(merged, []byte("AA2")); err != nil {
+		t.Fatal(err)
+	}
+	if got := values(t, w, merged); got != "A1,AA2" {
+		t.Errorf("values of the merged window = %q, want A1,AA2", got)
+	}
+	if m, err := w.Meta(old); err != nil || m != nil {
+		t.Errorf("meta of the merged-away window = %q, %v", m, err)
+	}
+	own := merged
+	own.Values = nil
+	if got := values(t, w, own); got != "" {
+		t.Errorf("the merged window's own set = %q, want empty", got)
+	}
+	if err := w.Delete(merged); err != nil {
+		t.Fatal(err)
+	}
+	if got := values(t, w, old); got != "" {
+		t.Errorf("set A after its owner's Delete = %q, want empty", got)
+	}
+	if got := values(t, w, other); got != "B1" {
+		t.Errorf("values of B = %q, want B1", got)
+	}
+}
