@@ -36,14 +36,18 @@ func (g *TriggeredGroupByKey) mergeInto(id state.WindowID, now mtime.Time) (*tri
 	}
 	var open []session
 	var ivs []triggers.Interval
-	err = g.Windows.KeyWindows(id.KeyGroup, id.Key, func(wid state.WindowID, meta []byte) error {
+	// Only windows that end at or after the element's window starts can
+	// meet it. Open windows never meet each other, so every window before
+	// one that starts at or before the element's ends before the element
+	// starts: the visit stops there, in a growing session at the first.
+	err = g.Windows.KeyWindows(id.KeyGroup, id.Key, start, func(wid state.WindowID, meta []byte) (bool, error) {
 		s, e, err := wire.DecodeIntervalWindow(wid.Window)
 		if err != nil {
-			return fmt.Errorf("%w: %w", errNotInterval, err)
+			return false, fmt.Errorf("%w: %w", errNotInterval, err)
 		}
 		open = append(open, session{id: ownID(wid), meta: slices.Clone(meta)})
 		ivs = append(ivs, triggers.Interval{Start: s, End: e})
-		return nil
+		return s > start, nil
 	})
 	if err != nil {
 		return nil, g.wrap(err)

@@ -29,8 +29,9 @@ type TriggerWindows interface {
 	// DeleteMeta deletes the window but not its values, which a window
 	// merged out of it took over (WindowID.Values).
 	DeleteMeta(id state.WindowID) error
-	// KeyWindows visits a key's windows in order of their last instant.
-	KeyWindows(kg int, key []byte, fn func(id state.WindowID, meta []byte) error) error
+	// KeyWindows visits a key's windows whose last instant is at or after
+	// from, latest first, until fn returns false.
+	KeyWindows(kg int, key []byte, from mtime.Time, fn func(id state.WindowID, meta []byte) (bool, error)) error
 	// Ending visits the windows whose last instant is in [lo, hi), in order.
 	Ending(lo, hi mtime.Time, fn func(id state.WindowID) error) error
 	// All visits every window, to rebuild what the operator keeps in memory.

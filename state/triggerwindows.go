@@ -239,20 +239,39 @@ func (w *TriggerWindows) DeleteMeta(id WindowID) error {
 	return w.maybeFlush()
 }
 
-// KeyWindows calls fn with each window of key and its metadata, in order of
-// their last instant. The slices are valid only during the call; fn must
-// not write to w.
-func (w *TriggerWindows) KeyWindows(kg int, key []byte, fn func(id WindowID, meta []byte) error) error {
+// KeyWindows calls fn with the windows of key whose last instant is at or
+// after from, and their metadata, latest first, until fn returns false.
+// Merging asks only for the windows that can meet an element's, and stops
+// at the first that starts before it: a session that grows leaves the
+// deletions of its earlier windows just before its own in the key's range,
+// and a scan from the key's first window would step over every one of
+// them at every element. The slices are valid only during the call; fn
+// must not write to w.
+func (w *TriggerWindows) KeyWindows(kg int, key []byte, from mtime.Time, fn func(id WindowID, meta []byte) (bool, error)) error {
 	if err := checkID(WindowID{KeyGroup: kg}); err != nil {
 		return err
 	}
 	p := w.keyPrefix(nil, subMeta, kg, key)
-	return w.scan(p, prefixEnd(p), func(k, v []byte) error {
+	it, err := w.b().NewIter(&pebble.IterOptions{LowerBound: appendTime(bytes.Clone(p), from), UpperBound: prefixEnd(p)})
+	if err != nil {
+		return fmt.Errorf("state: read windows: %w", err)
+	}
+	for valid := it.Last(); valid; valid = it.Prev() {
+		k := it.Key()
 		if len(k) < len(p)+8 {
+			it.Close()
 			return fmt.Errorf("state: corrupt window metadata key %x", k)
 		}
-		return fn(WindowID{KeyGroup: kg, End: decodeTime(k[len(p):]), Key: key, Window: k[len(p)+8:]}, v)
-	})
+		more, err := fn(WindowID{KeyGroup: kg, End: decodeTime(k[len(p):]), Key: key, Window: k[len(p)+8:]}, it.Value())
+		if err != nil || !more {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("state: read windows: %w", err)
+	}
+	return nil
 }
 
 // Ending calls fn with each window whose last instant is in [lo, hi), in
