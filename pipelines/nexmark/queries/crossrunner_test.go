@@ -54,13 +54,15 @@ var prismRefuses = map[string]string{
 }
 
 // prismVaries names the queries whose results on Prism now and then differ
-// from weir's and the model's in a value or two, under load: WinningBids'
-// (queries 4, 6, 9). Weir's match the model on every run; Prism's have
-// the same number of results, and once in a few loaded runs one winning
-// bid differs (seen: query 4 twice, query 6 once, in batch). Why is not
-// established; a watermark that Prism moves while splits of the source
-// still run would do it (a waiting bid turns late). A difference there is
-// logged, not failed, so that make test does not fail on Prism's timing.
+// from weir's and the model's under load: WinningBids' (queries 4, 6, 9).
+// Weir's match the model on every run. Prism, once in a few loaded runs,
+// loses or misjudges one auction (seen: query 4 twice and query 6 once,
+// one value differing; query 9 once, the first auction's winning bid
+// missing, and in make bench-nexmark 3,492 results where weir and the
+// model have 3,493). Why is not established; a watermark that Prism moves
+// while splits of the source still run would do it (a bid turns late).
+// A difference there is logged, not failed, so that make test does not
+// fail on Prism's timing.
 var prismVaries = map[string]bool{"4": true, "6": true, "9": true}
 
 func crossCheck(t *testing.T, streaming bool) {
@@ -99,7 +101,7 @@ func crossCheck(t *testing.T, streaming bool) {
 			}
 			switch d := diff(onPrism, got); {
 			case d == "":
-			case prismVaries[name] && len(onPrism) == len(got):
+			case prismVaries[name]:
 				t.Logf("Prism against weir (Prism's timing, see prismVaries): %s", d)
 			default:
 				t.Errorf("Prism against weir: %s", d)
