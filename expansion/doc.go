@@ -3,13 +3,19 @@
 // kafkaio), so a pipeline written against Beam's io/xlang/kafkaio (Go) or
 // apache_beam.io.kafka (Python) runs on weir unchanged: only its expansion
 // address changes, from a Java expansion service to `weir serve
-// --expansion-port`.
+// --expansion-port`. It also serves weir's PostgreSQL write (package pgio)
+// to SDKs other than Go.
 //
 // # What is expanded
 //
 //	beam:transform:org.apache.beam:kafka_read_without_metadata:v1 -> kafkaio.ReadURN, output KV<bytes, bytes>
 //	beam:transform:org.apache.beam:kafka_read_with_metadata:v1    -> kafkaio.ReadURN (WithMetadata), output Row (MetadataSchema)
 //	beam:transform:org.apache.beam:kafka_write:v1                 -> kafkaio.WriteURN, input KV<bytes, bytes>, no output
+//	beam:transform:weir:postgres_write:v1                         -> pgio.WriteURN, input schema rows, no output
+//
+// The PostgreSQL write (postgres.go) has no Beam URN to stand in for: other
+// SDKs reach weir's own through this service, with the fields of
+// pgio.WriteConfig in the payload.
 //
 // Any other URN is answered with ExpansionResponse.Error naming it.
 //

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/weir-runner/weir/internal/contain"
+	"github.com/weir-runner/weir/pgio"
 )
 
 // Options configures a Service. The zero value is ready to use.
@@ -77,12 +78,18 @@ func (s *Service) expand(req *jobpb.ExpansionRequest) (*jobpb.ExpansionResponse,
 			return nil, err
 		}
 		return writeResponse(req, x, cfg)
+	case PostgresWriteURN:
+		cfg, err := pgWriteConfig(urn, t.GetSpec().GetPayload())
+		if err != nil {
+			return nil, err
+		}
+		return sinkResponse(req, x, pgio.WriteURN, cfg, checkRows(cfg))
 	case WriteWithHeadersURN:
 		return nil, fmt.Errorf("transform %q: %s is not supported: weir's Kafka write takes KV<bytes, bytes> and writes no headers, topic, partition or timestamp per record; use WriteToKafka without with_headers",
 			t.GetUniqueName(), urn)
 	default:
-		return nil, fmt.Errorf("transform %q: unknown URN %q: weir expands only %s, %s and %s",
-			t.GetUniqueName(), urn, ReadWithoutMetadataURN, ReadWithMetadataURN, WriteURN)
+		return nil, fmt.Errorf("transform %q: unknown URN %q: weir expands only %s, %s, %s and %s",
+			t.GetUniqueName(), urn, ReadWithoutMetadataURN, ReadWithMetadataURN, WriteURN, PostgresWriteURN)
 	}
 }
 
