@@ -26,7 +26,7 @@ func WriteSection(path, heading, section string) error {
 		parts = []string{top}
 		placed := false
 		for _, r := range rest {
-			if firstLine(r) == heading {
+			if FirstLine(r) == heading {
 				r, placed = section, true
 			}
 			parts = append(parts, r)
@@ -69,7 +69,8 @@ func splitSections(md string) (top string, sections []string) {
 	return top, sections
 }
 
-func firstLine(s string) string {
+// FirstLine is s up to its first newline.
+func FirstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		return s[:i]
 	}

@@ -45,3 +45,4 @@ func machine() string { return benchproc.Machine() }
 func writeSection(path, heading, section string) error {
 	return benchproc.WriteSection(path, heading, section)
 }
+func firstLine(s string) string { return benchproc.FirstLine(s) }
