@@ -47,6 +47,7 @@ var (
 	warmup     = flag.Duration("warmup", 5*time.Second, "event time left out at the start of a latency run (at least two checkpoint intervals are)")
 	events     = flag.Int("events", 1_000_000, "records of the max-rate run (0: none)")
 	out        = flag.String("out", "", "markdown file to write the section to (e.g. docs/benchmarks.md)")
+	keepLogs   = flag.Bool("keep-logs", false, "keep each job's folder (its log, job.log, and checkpoints) and say where")
 	jobFlags   = flag.String("job-flags", "", "extra flags for the job (e.g. --weir_max_bundle_time=100ms), space-separated")
 
 	job        = flag.Bool("job", false, "run the job (used by the bench itself)")
@@ -147,6 +148,10 @@ func (j *jobProc) cpu() (time.Duration, error) { return benchproc.CPUTime(j.cmd.
 func (j *jobProc) stop() {
 	_ = j.cmd.Process.Kill()
 	_ = j.cmd.Wait()
+	if *keepLogs {
+		log.Printf("job log: %s", j.logs)
+		return
+	}
 	_ = os.RemoveAll(filepath.Dir(j.logs))
 }
 
