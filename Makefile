@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin
 
-.PHONY: all build run test vet fmt fuzz vr vr-prism bench bench-python bench-nexmark bench-backfill bench-checkpoint
+.PHONY: all build run test vet fmt fuzz vr vr-prism bench bench-python bench-nexmark bench-backfill bench-checkpoint bench-overhead bench-streaming
 
 all: build
 
@@ -176,6 +176,21 @@ bench-python:
 NEXMARKFLAGS ?=
 bench-nexmark:
 	$(GO) run ./pipelines/loadbench -out docs/benchmarks.md -nexmark-only $(NEXMARKFLAGS)
+
+# Runner overhead: the job server's own CPU per element and peak RSS on a
+# fused ParDo chain and a group-by-key of 2M small integers, weir and Prism
+# alternating, LOOPBACK; writes "Runner overhead" in docs/benchmarks.md.
+bench-overhead:
+	$(GO) run ./pipelines/overheadbench -out docs/benchmarks.md $(OVERHEADFLAGS)
+
+# Exactly-once streaming: Kafka -> one-second windows -> exactly-once Kafka
+# against a real broker that kafka.sh starts for the run: produce-to-visible
+# latency (read_committed) at checkpoint intervals of 100ms, 1s and 10s, and
+# events/s per core at max rate; writes "Exactly-once streaming" in
+# docs/benchmarks.md.
+bench-streaming:
+	$(GO) build -o $(BIN)/streambench ./pipelines/streambench
+	internal/tools/kafka.sh run $(BIN)/kafka-bench -- $(BIN)/streambench -out docs/benchmarks.md $(STREAMINGFLAGS)
 
 # A Kafka backfill (12 partitions, three days of event time at uneven
 # speeds, one-minute windows per key) with watermark alignment off and on:

@@ -69,21 +69,30 @@ func (sh *Shuffle) Add(kg int, end mtime.Time, window, key []byte, ts mtime.Time
 	}
 	sh.used[kg/8] |= 1 << (kg % 8)
 	sh.seq++
-	k := sh.groupPrefix(sh.key[:0], kg)
-	k = appendTime(k, end)
-	k = binary.AppendUvarint(k, uint64(len(window)))
-	k = append(k, window...)
-	k = binary.AppendUvarint(k, uint64(len(key)))
-	k = append(k, key...)
-	k = binary.BigEndian.AppendUint64(k, sh.seq)
+	k := sh.recordKey(sh.key[:0], kg, end, window, key, sh.seq)
 	v := appendTime(sh.val[:0], ts)
 	v = append(v, value...)
 	sh.key, sh.val = k, v
-	sh.buf.add(k, v)
+	// A value's run is its key's in its window: what precedes the
+	// sequence number, which grows.
+	sh.buf.add(k, v, len(k)-8)
 	if sh.buf.size() >= maxBatch {
 		return sh.Flush()
 	}
 	return nil
+}
+
+// recordKey is the store key of a shuffle record: key group, window end,
+// window, key, and a sequence number that keeps the values of a key in the
+// order they came.
+func (sh *Shuffle) recordKey(b []byte, kg int, end mtime.Time, window, key []byte, seq uint64) []byte {
+	b = sh.groupPrefix(b, kg)
+	b = appendTime(b, end)
+	b = binary.AppendUvarint(b, uint64(len(window)))
+	b = append(b, window...)
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	b = append(b, key...)
+	return binary.BigEndian.AppendUint64(b, seq)
 }
 
 // maxBatch bounds the bytes a shuffle buffer holds in a batch before it

@@ -17,22 +17,19 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/weir-runner/weir/internal/benchproc"
 	"github.com/weir-runner/weir/validatesrunner"
 )
 
@@ -280,7 +277,7 @@ func runOnce(ctx context.Context, rn runner, test string, client func(ctx contex
 	}
 	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
 	addr := fmt.Sprintf("localhost:%d", port)
-	if err := waitPort(addr, time.Minute); err != nil {
+	if err := benchproc.WaitPort(addr, time.Minute); err != nil {
 		return sample{}, fmt.Errorf("%s server: %w", rn.name, err)
 	}
 	cl := client(ctx, test, addr)
@@ -307,71 +304,14 @@ func runOnce(ctx context.Context, rn runner, test string, client func(ctx contex
 		s.clientKB = ru.Maxrss
 		s.clientCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	if s.serverCPU, err = cpuTime(srv.Process.Pid); err != nil {
+	if s.serverCPU, err = benchproc.CPUTime(srv.Process.Pid); err != nil {
 		return s, err
 	}
-	s.serverKB, err = peakRSS(srv.Process.Pid)
+	s.serverKB, err = benchproc.PeakRSS(srv.Process.Pid)
 	return s, err
 }
 
-func waitPort(addr string, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("no listener on %s after %v", addr, d)
-}
-
-// cpuTime reads a live process's user plus system time from
-// /proc/<pid>/stat (fields 14 and 15, in clock ticks of 1/100 s).
-func cpuTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) may hold spaces; the fields after its
-	// closing parenthesis are space-separated, starting at field 3.
-	i := strings.LastIndexByte(string(b), ')')
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat", pid)
-	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: utime %q stime %q", pid, f[11], f[12])
-	}
-	return time.Duration(u+st) * 10 * time.Millisecond, nil
-}
-
-// peakRSS reads a live process's peak resident set in KiB.
-func peakRSS(pid int) (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM for pid %d", pid)
-}
-
-func median(xs []float64) float64 {
-	sort.Float64s(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
-}
+func median(xs []float64) float64 { return benchproc.Median(xs) }
 
 func med(ss []sample, f func(sample) float64) float64 {
 	xs := make([]float64, len(ss))

@@ -2,11 +2,9 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"runtime"
-	"strconv"
 	"strings"
-	"time"
+
+	"github.com/weir-runner/weir/internal/benchproc"
 )
 
 func goHeader() string {
@@ -26,13 +24,6 @@ func goHeader() string {
 	return b.String()
 }
 
-func today() string { return time.Now().UTC().Format("2006-01-02") }
-
-func machine() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("Machine: %d cores, %s, %s, host %s.", runtime.NumCPU(), memTotal(), runtime.Version(), host)
-}
-
 // table renders the medians of res, one row per test in names.
 func table(names []string, res map[string]map[string][]sample) string {
 	var b strings.Builder
@@ -48,87 +39,10 @@ func table(names []string, res map[string]map[string][]sample) string {
 	return b.String()
 }
 
-func memTotal() string {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return "unknown memory"
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "MemTotal:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return fmt.Sprintf("%d GiB", kb>>20)
-		}
-	}
-	return "unknown memory"
-}
+func today() string   { return benchproc.Today() }
+func machine() string { return benchproc.Machine() }
 
-// writeSection puts section into the markdown file at path in place of
-// the part it replaces, keeping the rest. The Go load tests (heading "")
-// own the file's top, up to its first second-level heading; any other
-// section owns its heading up to the next second-level heading, and a
-// new one goes right after the top, before the other benchmarks'
-// sections (bench-backfill, bench-checkpoint). Notes written by hand
-// under a table belong to the run they describe and go with it.
 func writeSection(path, heading, section string) error {
-	old, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	top, rest := splitSections(string(old))
-	section = strings.TrimRight(section, "\n") + "\n"
-	var parts []string
-	if heading == "" {
-		parts = append([]string{section}, rest...)
-	} else {
-		parts = []string{top}
-		placed := false
-		for _, r := range rest {
-			if firstLine(r) == heading {
-				r, placed = section, true
-			}
-			parts = append(parts, r)
-		}
-		if !placed {
-			parts = append([]string{top, section}, rest...)
-		}
-	}
-	for i := range parts {
-		parts[i] = strings.TrimRight(parts[i], "\n") + "\n"
-	}
-	return os.WriteFile(path, []byte(strings.Join(parts, "\n")), 0o644)
+	return benchproc.WriteSection(path, heading, section)
 }
-
-// splitSections cuts markdown at its second-level headings: the text
-// before the first, and each section from its heading on.
-func splitSections(md string) (top string, sections []string) {
-	starts := []int{}
-	for i := 0; i < len(md); {
-		if strings.HasPrefix(md[i:], "## ") {
-			starts = append(starts, i)
-		}
-		j := strings.IndexByte(md[i:], '\n')
-		if j < 0 {
-			break
-		}
-		i += j + 1
-	}
-	if len(starts) == 0 {
-		return md, nil
-	}
-	top = md[:starts[0]]
-	for k, s := range starts {
-		end := len(md)
-		if k+1 < len(starts) {
-			end = starts[k+1]
-		}
-		sections = append(sections, md[s:end])
-	}
-	return top, sections
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
+func firstLine(s string) string { return benchproc.FirstLine(s) }

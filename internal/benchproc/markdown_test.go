@@ -1,4 +1,4 @@
-package main
+package benchproc
 
 import (
 	"os"
@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// TestWriteSection: each suite rewrites its own part of the file and
-// keeps the others', the Python section going after the Go tests' top
+// TestWriteSection: each benchmark rewrites its own part of the file and
+// keeps the others', a new section going after the Go tests' top
 // and before the other benchmarks.
 func TestWriteSection(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "benchmarks.md")
@@ -15,11 +15,11 @@ func TestWriteSection(t *testing.T) {
 		heading, section, want string
 	}{
 		{"", "# B\n\ngo 1\n", "# B\n\ngo 1\n"},
-		{pyHeading, pyHeading + "\n\npy 1\n", "# B\n\ngo 1\n\n" + pyHeading + "\n\npy 1\n"},
-		{"", "# B\n\ngo 2\n", "# B\n\ngo 2\n\n" + pyHeading + "\n\npy 1\n"},
+		{heading, heading + "\n\npy 1\n", "# B\n\ngo 1\n\n" + heading + "\n\npy 1\n"},
+		{"", "# B\n\ngo 2\n", "# B\n\ngo 2\n\n" + heading + "\n\npy 1\n"},
 	}
 	for i, s := range steps {
-		if err := writeSection(path, s.heading, s.section); err != nil {
+		if err := WriteSection(path, s.heading, s.section); err != nil {
 			t.Fatal(err)
 		}
 		if got := read(t, path); got != s.want {
@@ -32,20 +32,20 @@ func TestWriteSection(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, want := range []string{
-		"# B\n\ngo 1\nnotes\n\n" + pyHeading + "\n\npy 1\n\n## Kafka backfill\n\nk\n",
-		"# B\n\ngo 1\nnotes\n\n" + pyHeading + "\n\npy 2\n\n## Kafka backfill\n\nk\n",
+		"# B\n\ngo 1\nnotes\n\n" + heading + "\n\npy 1\n\n## Kafka backfill\n\nk\n",
+		"# B\n\ngo 1\nnotes\n\n" + heading + "\n\npy 2\n\n## Kafka backfill\n\nk\n",
 	} {
-		if err := writeSection(path, pyHeading, pyHeading+"\n\npy "+string(rune('1'+i))+"\n"); err != nil {
+		if err := WriteSection(path, heading, heading+"\n\npy "+string(rune('1'+i))+"\n"); err != nil {
 			t.Fatal(err)
 		}
 		if got := read(t, path); got != want {
 			t.Fatalf("python %d: file is\n%q\nwant\n%q", i+1, got, want)
 		}
 	}
-	if err := writeSection(path, "", "# B\n\ngo 3\n"); err != nil {
+	if err := WriteSection(path, "", "# B\n\ngo 3\n"); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := read(t, path), "# B\n\ngo 3\n\n"+pyHeading+"\n\npy 2\n\n## Kafka backfill\n\nk\n"; got != want {
+	if got, want := read(t, path), "# B\n\ngo 3\n\n"+heading+"\n\npy 2\n\n## Kafka backfill\n\nk\n"; got != want {
 		t.Fatalf("go again: file is\n%q\nwant\n%q", got, want)
 	}
 }
@@ -58,3 +58,5 @@ func read(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+const heading = "## Python load tests"
