@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -232,19 +233,38 @@ func TestLeftoverTmpIsIgnoredAndRemoved(t *testing.T) {
 	}
 }
 
-// TestFullDiskFailsOnlyTheCheckpoint fills the disk at each write of a
-// checkpoint in turn: that checkpoint fails with the disk's error, nothing
-// of it is visible, and the previous stays the latest.
+// takesSpace reports whether an operation needs free space: on a full disk
+// it fails with ENOSPC, while reads and removals work.
+func takesSpace(k errorfs.OpKind) bool {
+	switch k {
+	case errorfs.OpCreate, errorfs.OpLink, errorfs.OpRename, errorfs.OpReuseForWrite, errorfs.OpMkdirAll,
+		errorfs.OpFileClose, errorfs.OpFileWrite, errorfs.OpFileWriteAt, errorfs.OpFileSync, errorfs.OpFileSyncData,
+		errorfs.OpFileSyncTo, errorfs.OpFileFlush, errorfs.OpFilePreallocate:
+		return true
+	}
+	return false
+}
+
+// TestFullDiskFailsOnlyTheCheckpoint fills the disk at each operation of
+// a checkpoint that takes space in turn (making its folder, creating,
+// writing, syncing and closing its files, the manifest, the rename that
+// publishes it, the syncs of the folders): either that checkpoint fails
+// with the disk's error and nothing of it is visible, the previous staying
+// the latest, or (a failed sync of the root after the rename, which the
+// checkpoint survives) it is complete and verifies. Never is a checkpoint
+// taken for complete that is not, now or after the storage is reopened.
 func TestFullDiskFailsOnlyTheCheckpoint(t *testing.T) {
-	for failAt := int32(1); ; failAt++ {
+	var ops int32 // of one checkpoint, counted by a run that fails none
+	failed := 0
+	for failAt := int32(0); failAt == 0 || failAt <= ops; failAt++ {
 		fs := vfs.NewMem()
-		var writes, armed atomic.Int32
+		var n, armed atomic.Int32
 		inj := errorfs.InjectorFunc(func(op errorfs.Op) error {
-			if armed.Load() == 0 || (op.Kind != errorfs.OpFileWrite && op.Kind != errorfs.OpFileSync) {
+			if armed.Load() == 0 || !takesSpace(op.Kind) {
 				return nil
 			}
-			if writes.Add(1) == failAt {
-				return syscall.ENOSPC
+			if n.Add(1) == failAt {
+				return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
 			}
 			return nil
 		})
@@ -254,22 +274,41 @@ func TestFullDiskFailsOnlyTheCheckpoint(t *testing.T) {
 		}
 		armed.Store(1)
 		err := writeCheckpoint(s, 2)
-		if err == nil {
-			if failAt < 3 {
-				t.Fatalf("checkpoint 2 succeeded though write %d failed", failAt)
+		armed.Store(0)
+		if failAt == 0 {
+			if err != nil {
+				t.Fatal(err)
 			}
-			t.Logf("failed each of %d writes in turn", failAt-1)
-			return // every write of the checkpoint has been failed in turn
+			ops = n.Load()
+			continue
 		}
-		if !errors.Is(err, syscall.ENOSPC) {
-			t.Fatalf("write %d: error %v, want ENOSPC", failAt, err)
+		if err != nil {
+			failed++
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("op %d: error %v, want ENOSPC", failAt, err)
+			}
+			if names, _ := fs.List("/job/checkpoints"); fmt.Sprint(names) != "[chk-1]" {
+				t.Fatalf("op %d failed: root holds %v, want only chk-1", failAt, names)
+			}
 		}
-		c, corrupt, lerr := s.Latest()
-		if lerr != nil || len(corrupt) != 0 || c.Manifest.Checkpoint != 1 {
-			t.Fatalf("write %d failed: Latest = %v, %v, %v; want 1", failAt, c, corrupt, lerr)
+		for _, reopened := range []bool{false, true} {
+			if reopened {
+				s = openMem(t, fs, 3)
+			}
+			c, corrupt, lerr := s.Latest()
+			if lerr != nil || len(corrupt) != 0 {
+				t.Fatalf("op %d of %d failed (reopened %v): Latest = %v, %v, %v", failAt, ops, reopened, c, corrupt, lerr)
+			}
+			switch {
+			case err == nil && c.Manifest.Checkpoint != 2:
+				t.Fatalf("op %d of %d failed, checkpoint 2 succeeded, yet Latest is %d", failAt, ops, c.Manifest.Checkpoint)
+			case err != nil && c.Manifest.Checkpoint != 1:
+				t.Fatalf("op %d of %d failed (%v), yet Latest is %d", failAt, ops, err, c.Manifest.Checkpoint)
+			}
 		}
-		if names, _ := fs.List("/job/checkpoints"); fmt.Sprint(names) != "[chk-1]" {
-			t.Fatalf("write %d failed: root holds %v, want only chk-1", failAt, names)
-		}
+	}
+	t.Logf("failed each of the %d operations that take space in turn: %d failed the checkpoint", ops, failed)
+	if failed < 10 {
+		t.Errorf("only %d of %d failures failed the checkpoint", failed, ops)
 	}
 }
