@@ -82,7 +82,8 @@ func (s *Store) Err() error {
 }
 
 func (s *Store) fail(err error) {
-	err = fmt.Errorf("state: the store failed in the background: %w", err)
+	// The folder says which disk: Pebble's error may name only a file.
+	err = fmt.Errorf("state: the store in %s failed in the background: %w", s.dir, err)
 	s.failed.CompareAndSwap(nil, &err)
 	s.failedOnce.Do(func() { close(s.failedCh) })
 }
