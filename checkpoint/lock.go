@@ -87,7 +87,7 @@ func LockRoot(fs vfs.FS, dir string, h Holder) (*RootLock, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdirAllSynced(fs, dir); err != nil {
 		return nil, fmt.Errorf("checkpoint: create %s: %w", dir, err)
 	}
 	lock, err := fs.Lock(fs.PathJoin(dir, LockName))
