@@ -409,16 +409,17 @@ func TestCheckpointFolderSharedAcrossProcesses(t *testing.T) {
 	var waitErr error
 	go func() { waitErr = cmd.Wait(); close(exited) }()
 	defer func() { _ = cmd.Process.Kill(); <-exited }()
-	for {
-		h, err := os.ReadFile(filepath.Join(dir, checkpoint.HolderName))
-		if err == nil && strings.Contains(string(h), fmt.Sprintf(`"pid":%d,`, cmd.Process.Pid)) {
-			break
-		}
+	// The other job runs once it has completed a checkpoint.
+	for newestComplete(t, dir) == 0 {
 		select {
 		case <-exited:
-			t.Fatalf("the other process ended (%v) before it locked the folder:\n%s", waitErr, out.String())
+			t.Fatalf("the other process ended (%v) before its job checkpointed:\n%s", waitErr, out.String())
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+	if h, err := os.ReadFile(filepath.Join(dir, checkpoint.HolderName)); err != nil ||
+		!strings.Contains(string(h), fmt.Sprintf(`"pid":%d,`, cmd.Process.Pid)) {
+		t.Errorf("the folder's holder file says %s (%v), want pid %d", h, err, cmd.Process.Pid)
 	}
 
 	opts := map[string]string{CheckpointIntervalOption: "5ms", CheckpointDirOption: dir, RestoreOption: "false"}
