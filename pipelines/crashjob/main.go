@@ -73,6 +73,8 @@ func init() {
 
 func main() {
 	flag.Parse()
+	// First: in a PROCESS environment this binary is the SDK worker too
+	// (--worker), and Init runs the worker and never returns.
 	beam.Init()
 	if *brokers == "" || (*outTopic == "") == (*outDir == "") {
 		log.Fatal("crashjob: --brokers and exactly one of --out_topic and --out_dir are required")
