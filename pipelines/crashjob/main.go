@@ -5,9 +5,11 @@
 // "key|window start in Unix ms|sum".
 //
 // The test kills it with SIGKILL at random moments and starts it again
-// with the same job name and checkpoint folder; the job must resume from
-// its last completed checkpoint so that the output holds every window's
-// sum exactly once.
+// with the same job name and checkpoint folder, kills its SDK workers
+// (this binary again, run by a PROCESS environment with --worker) and
+// restarts the broker under it; the job must resume from its last
+// completed checkpoint, and run a lost worker's bundles again, so that the
+// output holds every window's sum exactly once.
 package main
 
 import (
