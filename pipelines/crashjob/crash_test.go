@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,6 +33,7 @@ import (
 var (
 	long    = flag.Bool("crash.long", false, "run the long schedules (make crash)")
 	seedArg = flag.Int64("crash.seed", 0, "seed of the schedule and the input's pace; 0 picks one")
+	rounds  = flag.Int("crash.rounds", 3, "rounds of the long schedule per sink, each with its own seed")
 )
 
 const (
@@ -49,9 +51,8 @@ type schedule struct {
 }
 
 var (
-	short    = schedule{perPart: 400, jobKills: 8, workerKills: 6, brokerRestarts: 2}
-	longRun  = schedule{perPart: 3000, jobKills: 40, workerKills: 40, brokerRestarts: 10}
-	longRuns = 3 // rounds of the long schedule, each with its own seed
+	short   = schedule{perPart: 400, jobKills: 8, workerKills: 6, brokerRestarts: 2}
+	longRun = schedule{perPart: 3000, jobKills: 40, workerKills: 40, brokerRestarts: 10}
 )
 
 func TestCrashExactlyOnceKafka(t *testing.T) { crashTests(t, "kafka") }
@@ -65,7 +66,7 @@ func crashTests(t *testing.T, sink string) {
 		crashTest(t, sink, short, seed())
 		return
 	}
-	for r := range longRuns {
+	for r := range *rounds {
 		t.Run(fmt.Sprint("round", r), func(t *testing.T) { crashTest(t, sink, longRun, seed()) })
 	}
 }
@@ -148,7 +149,8 @@ func crashTest(t *testing.T, sink string, sc schedule, seed int64) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	produced := make(chan error, 1)
-	go func() { produced <- produce(ctx, b.addr(), t0, sc.perPart, rng.Int63()) }()
+	var plog notes // the producer's retries, told once it is done
+	go func() { produced <- produce(ctx, b.addr(), t0, sc.perPart, rng.Int63(), plog.add) }()
 
 	j.start()
 	faults := sc.plan(rng)
@@ -181,7 +183,11 @@ func crashTest(t *testing.T, sink string, sc schedule, seed int64) {
 			n.brokerRestarts++
 		}
 	}
-	if err := <-produced; err != nil {
+	err := <-produced
+	for _, n := range plog.take() {
+		t.Log("producer: " + n)
+	}
+	if err != nil {
 		t.Fatalf("producing the input: %v", err)
 	}
 	j.ensure()
@@ -196,7 +202,6 @@ func crashTest(t *testing.T, sink string, sc schedule, seed int64) {
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		j.ensure()
-		var err error
 		if got, err = read(); err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +213,7 @@ func crashTest(t *testing.T, sink string, sc schedule, seed int64) {
 	// Let a few more checkpoints complete, so that a duplicate the restored
 	// job would commit has the chance to show.
 	time.Sleep(2 * time.Second)
-	got, err := read()
+	got, err = read()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,6 +232,27 @@ func crashTest(t *testing.T, sink string, sc schedule, seed int64) {
 		t.Errorf("output differs from the expected window sums (logs in %s):\n%s", logs, diff)
 		keepLogs(t, logs)
 	}
+}
+
+// notes collects lines from a goroutine for the test to log: a goroutine
+// must not call t.Log once the test may have ended.
+type notes struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (n *notes) add(format string, args ...any) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.lines = append(n.lines, time.Now().Format("15:04:05.000 ")+fmt.Sprintf(format, args...))
+}
+
+func (n *notes) take() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := n.lines
+	n.lines = nil
+	return out
 }
 
 // sleep waits d, starting the job again meanwhile if it ends by itself.

@@ -44,7 +44,7 @@ func record(p, i int, t0 time.Time) (key string, n int, ts time.Time) {
 // second apart, so the faults fall while the job reads, then one marker
 // per partition an hour of event time later to close every window. Each
 // batch lands exactly once though the broker may die mid-request (put).
-func produce(ctx context.Context, brokers string, t0 time.Time, perPart int, seed int64) error {
+func produce(ctx context.Context, brokers string, t0 time.Time, perPart int, seed int64, logf func(string, ...any)) error {
 	rng := rand.New(rand.NewSource(seed))
 	for i := 0; i < perPart; i += batch {
 		for p := range partitions {
@@ -54,7 +54,7 @@ func produce(ctx context.Context, brokers string, t0 time.Time, perPart int, see
 				recs = append(recs, &kgo.Record{Topic: "in", Partition: int32(p), Timestamp: ts,
 					Key: []byte(k), Value: fmt.Appendf(nil, "%s,%d", k, n)})
 			}
-			if err := put(ctx, brokers, int32(p), int64(i), recs); err != nil {
+			if err := put(ctx, brokers, int32(p), int64(i), recs, logf); err != nil {
 				return err
 			}
 		}
@@ -66,7 +66,7 @@ func produce(ctx context.Context, brokers string, t0 time.Time, perPart int, see
 	}
 	for p := range partitions {
 		mark := &kgo.Record{Topic: "in", Partition: int32(p), Timestamp: t0.Add(time.Hour), Value: []byte("end")}
-		if err := put(ctx, brokers, int32(p), int64(perPart), []*kgo.Record{mark}); err != nil {
+		if err := put(ctx, brokers, int32(p), int64(perPart), []*kgo.Record{mark}, logf); err != nil {
 			return err
 		}
 	}
@@ -79,10 +79,18 @@ func produce(ctx context.Context, brokers string, t0 time.Time, perPart int, see
 // without retries and, after any error, reads the partition's end offset
 // to learn which: the input must hold every record once for the expected
 // sums to be right, whatever the broker went through.
-func put(ctx context.Context, brokers string, p int32, before int64, recs []*kgo.Record) error {
+func put(ctx context.Context, brokers string, p int32, before int64, recs []*kgo.Record, logf func(string, ...any)) error {
 	after := before + int64(len(recs))
+	var last error
+	giveUp := time.Now().Add(putTimeout)
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
+			if attempt == 1 || attempt%10 == 0 {
+				logf("partition %d, records %d to %d: attempt %d: %v", p, before, after, attempt, last)
+			}
+			if time.Now().After(giveUp) {
+				return fmt.Errorf("partition %d of in: records %d to %d not written in %v: %w", p, before, after, putTimeout, last)
+			}
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
@@ -92,14 +100,15 @@ func put(ctx context.Context, brokers string, p int32, before int64, recs []*kgo
 		end, err := endOffset(ctx, brokers, "in", p)
 		switch {
 		case err != nil:
-			continue // the broker is down; it comes back
+			last = fmt.Errorf("end offset: %w", err) // the broker is down; it comes back
+			continue
 		case end == after:
 			return nil
 		case end != before:
 			return fmt.Errorf("partition %d of in holds %d records, want %d or %d: the broker lost or doubled input", p, end, before, after)
 		}
 		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-			kgo.AllowAutoTopicCreation(), kgo.DisableIdempotentWrite(), kgo.RecordRetries(1))
+			kgo.DisableIdempotentWrite(), kgo.RecordRetries(1))
 		if err != nil {
 			return err
 		}
@@ -110,8 +119,13 @@ func put(ctx context.Context, brokers string, p int32, before int64, recs []*kgo
 		if err == nil {
 			return nil
 		}
+		last = fmt.Errorf("produce: %w", err)
 	}
 }
+
+// putTimeout bounds how long put tries one batch: longer than any outage
+// the test makes.
+const putTimeout = 2 * time.Minute
 
 // createTopics creates topics of the test's partitions.
 func createTopics(brokers string, topics ...string) error {
