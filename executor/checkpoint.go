@@ -49,9 +49,25 @@ type BarrierRecord struct {
 	// snapshot (none for sources), so a restored subtask neither fires
 	// windows early nor fires them again.
 	Watermarks []mtime.Time
+	// Channels are what the snapshot recorded of each input channel, in
+	// channel order (none for sources and for subtasks whose inputs had
+	// ended): the watermarks a restored subtask starts each channel at,
+	// rather than every channel of a port at the port's minimum.
+	Channels []ChannelMark
 	// State is what the operator or source keeps outside the store (see
 	// StateSnapshotter and Injector.OnSnapshot), opaque to the executor.
 	State []byte
+}
+
+// ChannelMark is what a snapshot records of one input channel: the
+// watermark and synthetic processing time the subtask had processed
+// (MaxTimestamp for a channel that had ended), and the newest of each
+// that an unaligned barrier overtook: sent before the barrier, processed
+// after the snapshot, so a restore hands them over after the in-flight
+// data. MinTimestamp where there is none.
+type ChannelMark struct {
+	Watermark, ProcessingTime                 mtime.Time
+	InFlightWatermark, InFlightProcessingTime mtime.Time
 }
 
 // StateSnapshotter is implemented by operators that keep state outside the
@@ -59,6 +75,18 @@ type BarrierRecord struct {
 // part of the snapshot, after Operator.Barrier.
 type StateSnapshotter interface {
 	SnapshotState(id BarrierID) ([]byte, error)
+}
+
+// Detacher is implemented by operators whose input elements may name what
+// lives no longer than the process: a group-by-key's held group, which a
+// consumer reads by token (heldinput.go). Detach returns elems as a
+// checkpoint must keep them to replay after a restore, each such group
+// read and inlined; the rest come back as they are. The gate passes the
+// in-flight data an unaligned barrier overtakes through it. With release,
+// the result replaces elems for good (twophase.StableInput keeps it in
+// the store), so their claims on the groups are given up.
+type Detacher interface {
+	Detach(port int, elems [][]byte, release bool) ([][]byte, error)
 }
 
 // inFlight records the batches an unaligned barrier overtook:
@@ -77,6 +105,50 @@ func (f *inFlight) add(ch, port int, elems [][]byte) {
 		f.buf = binary.AppendUvarint(f.buf, uint64(len(e)))
 		f.buf = append(f.buf, e...)
 	}
+}
+
+// overtook records message m of channel ch, which the pending unaligned
+// barrier overtook, as in flight: its data, or its watermark or
+// processing time.
+func (g *gate) overtook(ch int, m Message) error {
+	c := &g.channels[ch]
+	switch m.Kind {
+	case KindData:
+		return g.record(ch, m.Elems)
+	case KindWatermark:
+		c.flightWM = max(c.flightWM, m.Watermark)
+	case KindProcessingTime:
+		c.flightPT = max(c.flightPT, m.Watermark)
+	}
+	return nil
+}
+
+// record adds data of channel ch to the in-flight data, as the operator
+// says it must be kept (Detacher).
+func (g *gate) record(ch int, elems [][]byte) error {
+	port := g.channels[ch].port
+	if d, ok := g.op.(Detacher); ok {
+		var err error
+		if elems, err = d.Detach(port, elems, false); err != nil {
+			return fmt.Errorf("executor: in-flight data of channel %d: %w", ch, err)
+		}
+	}
+	g.flight.add(ch, port, elems)
+	return nil
+}
+
+// channelMarks appends what the snapshot records of each channel now to
+// b; the in-flight parts come later (maybeAligned).
+func (g *gate) channelMarks(b []ChannelMark) []ChannelMark {
+	for i := range g.channels {
+		c := &g.channels[i]
+		wm, live := g.ports[c.port].InputWatermark(c.in)
+		if !live {
+			wm = mtime.MaxTimestamp
+		}
+		b = append(b, ChannelMark{Watermark: wm, ProcessingTime: c.pt})
+	}
+	return b
 }
 
 // DecodeInFlight calls fn with each batch recorded in b, in the order they

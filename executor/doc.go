@@ -26,9 +26,11 @@
 // A restored graph (Graph.Restore, restore.go) starts each subtask where a
 // checkpoint left it, before its first message: a source reads its
 // recorded position (Injector.Restored) and one that had ended does not
-// run; an operator gets its snapshot back (StateRestorer), then each port
-// its recorded watermark, then the in-flight data an unaligned barrier
-// had overtaken. The store's records are the runner's to import first.
+// run; an operator gets its snapshot back (StateRestorer), then each input
+// channel its recorded watermark, then the in-flight data an unaligned
+// barrier had overtaken, then the watermarks that were in flight with it.
+// The store's records are the runner's to import first. An operator that
+// wraps another forwards every optional capability (Capabilities).
 //
 // Because the channels are bounded, a slow operator back-pressures its
 // producers. The first error of any subtask cancels the whole graph.

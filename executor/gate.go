@@ -41,6 +41,10 @@ type channelState struct {
 	// are announced once it completes, and the channel delivers nothing
 	// past the first of them meanwhile.
 	deferred []Message
+	// flightWM and flightPT are the newest watermark and processing time
+	// the pending unaligned barrier overtook on the channel: in flight,
+	// as its data is (ChannelMark).
+	flightWM, flightPT mtime.Time
 }
 
 // held says the channel may not deliver its next message now.
@@ -78,9 +82,11 @@ type gate struct {
 	switchAt  time.Time
 	canSwitch bool
 	flight    inFlight // data the unaligned barrier overtook
-	// watermarks and state are what the snapshot recorded of the
-	// subtask's input watermarks and the operator's own state.
+	// watermarks, marks and state are what the snapshot recorded of the
+	// subtask's input watermarks, per port and per channel, and the
+	// operator's own state.
 	watermarks []mtime.Time
+	marks      []ChannelMark
 	state      []byte
 
 	// Checkpoint wiring; cp nil takes part in no checkpoint but barriers
@@ -142,7 +148,7 @@ func newGate(op Operator, out *Output, ack func(BarrierID), ports []int) *gate {
 			perPort = append(perPort, 0)
 		}
 		g.channels = append(g.channels, channelState{port: p, in: watermarkmgr.InputID(perPort[p]),
-			pt: mtime.MinTimestamp})
+			pt: mtime.MinTimestamp, flightWM: mtime.MinTimestamp, flightPT: mtime.MinTimestamp})
 		perPort[p]++
 	}
 	g.ports = make([]*watermarkmgr.Manager, len(perPort))
@@ -229,11 +235,16 @@ func (g *gate) process(ctx context.Context, ch int, m Message) error {
 		if g.unaligned && !c.got {
 			// Sent before the barrier, processed after the snapshot: the
 			// snapshot must carry it.
-			g.flight.add(ch, c.port, m.Elems)
+			if err := g.record(ch, m.Elems); err != nil {
+				return err
+			}
 		}
 		g.stats.in(m.Elems)
 		return g.op.Process(ctx, c.port, m.Elems)
 	case KindWatermark:
+		if g.unaligned && !c.got {
+			c.flightWM = max(c.flightWM, m.Watermark)
+		}
 		if err := g.ports[c.port].Advance(c.in, m.Watermark); err != nil {
 			return fmt.Errorf("executor: channel %d: %w", ch, err)
 		}
@@ -242,6 +253,9 @@ func (g *gate) process(ctx context.Context, ch int, m Message) error {
 		}
 		return g.advance(ctx, c.port)
 	case KindProcessingTime:
+		if g.unaligned && !c.got {
+			c.flightPT = max(c.flightPT, m.Watermark)
+		}
 		if m.Watermark > c.pt {
 			c.pt = m.Watermark
 			return g.advanceProcTime(ctx)
@@ -388,6 +402,9 @@ func (g *gate) reach(ctx context.Context, ch int) error {
 
 func (g *gate) start(id BarrierID) {
 	g.pending, g.arrival, g.unaligned, g.flight = id, g.now(), false, inFlight{}
+	for i := range g.channels {
+		g.channels[i].flightWM, g.channels[i].flightPT = mtime.MinTimestamp, mtime.MinTimestamp
+	}
 	g.canSwitch = false
 	if g.cp != nil {
 		g.switchAt, g.canSwitch = g.cp.SwitchAt(id)
@@ -462,22 +479,26 @@ func (g *gate) overtake(ctx context.Context) error {
 			continue
 		}
 		for _, m := range c.queue[:min(c.pos, c.taken)-c.delivered] {
-			if m.Kind == KindData {
-				g.flight.add(i, c.port, m.Elems)
+			if err := g.overtook(i, m); err != nil {
+				return err
 			}
 		}
 		seq := c.taken
+		var err error
 		if seq < c.pos && g.scan != nil {
 			g.scan(func(env envelope) bool {
 				if env.ch != i || env.msg.Kind == KindBarrier {
 					return true
 				}
-				if env.msg.Kind == KindData {
-					g.flight.add(i, c.port, env.msg.Elems)
+				if err = g.overtook(i, env.msg); err != nil {
+					return false
 				}
 				seq++
 				return seq < c.pos
 			})
+		}
+		if err != nil {
+			return err
 		}
 		if seq < c.pos {
 			return fmt.Errorf("executor: channel %d: barrier %d after message %d, but only %d arrived",
@@ -505,6 +526,7 @@ func (g *gate) snapshot(ctx context.Context) error {
 		g.state = st
 	}
 	g.watermarks = g.inputWatermarks(g.watermarks[:0])
+	g.marks = g.channelMarks(g.marks[:0])
 	if g.cp != nil {
 		if err := g.cp.Snapshot(g.node, g.sub, id); err != nil {
 			return fmt.Errorf("snapshot %d: %w", id, err)
@@ -533,9 +555,13 @@ func (g *gate) maybeAligned(ctx context.Context) error {
 			return err
 		}
 	}
+	marks := slices.Clone(g.marks)
+	for i := range marks {
+		marks[i].InFlightWatermark, marks[i].InFlightProcessingTime = g.channels[i].flightWM, g.channels[i].flightPT
+	}
 	rec := BarrierRecord{Node: g.node, Subtask: g.sub, ID: id, Arrival: g.arrival,
 		Alignment: g.snapAt.Sub(g.arrival), Sync: g.sync, Unaligned: g.unaligned, InFlight: g.flight.buf,
-		Watermarks: slices.Clone(g.watermarks), State: g.state}
+		Watermarks: slices.Clone(g.watermarks), Channels: marks, State: g.state}
 	g.last, g.pending, g.unaligned, g.flight = id, 0, false, inFlight{}
 	g.ack(id)
 	if g.cp != nil {

@@ -172,7 +172,8 @@ type failingStore struct{}
 func (failingStore) ReadHeld([]byte, []byte, int) ([]byte, []byte, error) {
 	return nil, nil, errors.New("disk on fire")
 }
-func (failingStore) Release([]byte) error { return nil }
+func (failingStore) EachHeld([]byte, func([]byte) error) error { return errors.New("disk on fire") }
+func (failingStore) Release([]byte) error                      { return nil }
 
 // TestHeldReadFailureNamesStage: a store that cannot read answers the SDK
 // with an error naming the stage and the cause, which fails its bundle.

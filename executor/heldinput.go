@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"fmt"
 
 	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
@@ -13,6 +14,8 @@ import (
 // iterables; *state.Store is one.
 type HeldStore interface {
 	ReadHeld(token, cont []byte, max int) (page, next []byte, err error)
+	// EachHeld calls fn with each value of a held group, in order.
+	EachHeld(token []byte, fn func(value []byte) error) error
 	Release(token []byte) error
 }
 
@@ -75,6 +78,67 @@ func (h *heldState) release(in [][]byte) error {
 	return nil
 }
 
+// detach returns element e with its held group, if it has one, read from
+// the store and inlined: an element that replays without the group, which
+// does not outlive the process (and a restore drops what a group-by-key's
+// snapshot says it held). It reports whether e had one.
+func (h *heldState) detach(e []byte) ([]byte, bool, error) {
+	n, err := h.in.Codec.HeaderLen(e)
+	if err != nil {
+		return nil, false, fmt.Errorf("stage %s: grouped input element: %w", h.stage, err)
+	}
+	k, err := h.in.Key(e[n:])
+	if err != nil {
+		return nil, false, fmt.Errorf("stage %s: grouped input element's key: %w", h.stage, err)
+	}
+	token, ok := wire.StateBackedToken(e[n+k:], state.TokenLen)
+	if !ok {
+		return e, false, nil
+	}
+	var rest [][]byte
+	err = h.in.Store.EachHeld(token, func(v []byte) error {
+		rest = append(rest, bytes.Clone(v))
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("stage %s: read grouped values held in the store: %w", h.stage, err)
+	}
+	out := append(make([]byte, 0, len(e)+len(rest)*8), e[:n+k]...)
+	out, _ = wire.AppendResolvedIterable(out, e[n+k:], state.TokenLen, rest)
+	return out, true, nil
+}
+
+// detachAll returns elems with every held group inlined (detach); with
+// release, the originals' claims on their groups are given up too, as
+// the result replaces them for good.
+func (h *heldState) detachAll(elems [][]byte, release bool) ([][]byte, error) {
+	if h == nil {
+		return elems, nil
+	}
+	var out [][]byte
+	for i, e := range elems {
+		d, held, err := h.detach(e)
+		if err != nil {
+			return nil, err
+		}
+		if held && out == nil {
+			out = append(make([][]byte, 0, len(elems)), elems[:i]...)
+		}
+		if out != nil {
+			out = append(out, d)
+		}
+	}
+	if out == nil {
+		return elems, nil
+	}
+	if release {
+		if err := h.release(elems); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // token returns the token of the held group in element e, if it has one.
 func (h *heldState) token(e []byte) ([]byte, bool, error) {
 	n, err := h.in.Codec.HeaderLen(e)
@@ -87,4 +151,13 @@ func (h *heldState) token(e []byte) ([]byte, bool, error) {
 	}
 	token, ok := wire.StateBackedToken(e[n+k:], state.TokenLen)
 	return token, ok, nil
+}
+
+// Detach implements Detacher: main-input elements that name held groups
+// come back with them inlined (detach).
+func (s *SDKStage) Detach(port int, elems [][]byte, release bool) ([][]byte, error) {
+	if port != 0 {
+		return elems, nil
+	}
+	return s.state.held.detachAll(elems, release)
 }

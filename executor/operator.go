@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
@@ -38,6 +39,22 @@ type ProcessingTimer interface {
 type Waker interface {
 	NextWake() (time.Time, bool)
 	Wake(ctx context.Context, now time.Time) error
+}
+
+// Capabilities are the optional interfaces the executor finds on an
+// Operator by type assertion. An operator that wraps another must forward
+// every one of them, or the wrapped operator silently loses what it does
+// (the classic form: net/http ResponseWriter wrappers that hide Flusher).
+// twophase.StableInput's tests walk this list, and
+// TestCapabilitiesListed fails when the executor or the runner asserts an
+// interface on operators that is not on it.
+var Capabilities = []reflect.Type{
+	reflect.TypeFor[ProcessingTimer](),
+	reflect.TypeFor[Waker](),
+	reflect.TypeFor[StateSnapshotter](),
+	reflect.TypeFor[StateRestorer](),
+	reflect.TypeFor[CheckpointListener](),
+	reflect.TypeFor[Detacher](),
 }
 
 // Source is an operator without inputs: it produces until done, and

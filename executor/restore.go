@@ -25,6 +25,10 @@ type SubtaskRestore struct {
 	// InFlight is the data an unaligned barrier overtook (see
 	// DecodeInFlight), re-processed before anything new.
 	InFlight []byte
+	// Channels, if set, are each input channel's marks (one per
+	// channel): they replace Watermarks, and their in-flight watermarks
+	// follow the in-flight data.
+	Channels []ChannelMark
 }
 
 // StateRestorer is the other half of StateSnapshotter: a restored
@@ -53,11 +57,14 @@ type endedSource struct{}
 func (endedSource) Run(context.Context, *Output, *Injector) error { return nil }
 
 // restore starts a restored subtask where its snapshot left it, before any
-// message: the operator's own state, then its ports at the recorded input
-// watermarks (so that it neither fires windows again nor earlier than it
-// would have: restored producers that start behind are ignored until they
-// catch up, as watermarks never move back), then the in-flight data, which
-// was sent before the barrier and so comes before anything new.
+// message: the operator's own state, then its channels at their recorded
+// watermarks and processing times (so that it neither fires windows again
+// nor earlier than it would have: restored producers that start behind
+// are ignored until they catch up, as watermarks never move back), then
+// the in-flight data, which was sent before the barrier and so comes
+// before anything new, then the watermarks and processing times in flight
+// with it (handed over after the data they followed, which is safe: a
+// watermark may always come later).
 func (g *gate) restore(ctx context.Context, rs *SubtaskRestore) error {
 	if rs == nil {
 		return nil
@@ -71,10 +78,36 @@ func (g *gate) restore(ctx context.Context, rs *SubtaskRestore) error {
 			return fmt.Errorf("executor: restore state: %w", err)
 		}
 	}
-	if len(rs.Watermarks) > len(g.ports) {
-		return fmt.Errorf("executor: restore: %d port watermarks recorded, the subtask has %d ports", len(rs.Watermarks), len(g.ports))
+	if len(rs.Channels) > 0 && len(rs.Channels) != len(g.channels) {
+		return fmt.Errorf("executor: restore: %d channels recorded, the subtask has %d", len(rs.Channels), len(g.channels))
 	}
-	for p, wm := range rs.Watermarks {
+	if len(rs.Channels) == 0 {
+		if err := g.restorePorts(ctx, rs.Watermarks); err != nil {
+			return err
+		}
+	} else if err := g.restoreChannels(ctx, rs.Channels, false); err != nil {
+		return err
+	}
+	err := DecodeInFlight(rs.InFlight, func(ch, port int, elems [][]byte) error {
+		if ch < 0 || ch >= len(g.channels) || g.channels[ch].port != port {
+			return fmt.Errorf("executor: restore: in-flight data of channel %d port %d, which the subtask does not have", ch, port)
+		}
+		return g.op.Process(ctx, port, elems)
+	})
+	if err != nil || len(rs.Channels) == 0 {
+		return err
+	}
+	return g.restoreChannels(ctx, rs.Channels, true)
+}
+
+// restorePorts starts every channel of each port at the port's recorded
+// watermark: what a checkpoint without channel marks (older, or a
+// subtask whose inputs had ended) records.
+func (g *gate) restorePorts(ctx context.Context, wms []mtime.Time) error {
+	if len(wms) > len(g.ports) {
+		return fmt.Errorf("executor: restore: %d port watermarks recorded, the subtask has %d ports", len(wms), len(g.ports))
+	}
+	for p, wm := range wms {
 		if wm <= mtime.MinTimestamp {
 			continue
 		}
@@ -89,10 +122,30 @@ func (g *gate) restore(ctx context.Context, rs *SubtaskRestore) error {
 			return err
 		}
 	}
-	return DecodeInFlight(rs.InFlight, func(ch, port int, elems [][]byte) error {
-		if ch < 0 || ch >= len(g.channels) || g.channels[ch].port != port {
-			return fmt.Errorf("executor: restore: in-flight data of channel %d port %d, which the subtask does not have", ch, port)
+	return nil
+}
+
+// restoreChannels moves each channel to its recorded watermark and
+// processing time, or with inFlight to those that were in flight, and
+// hands the operator whatever that advances.
+func (g *gate) restoreChannels(ctx context.Context, marks []ChannelMark, inFlight bool) error {
+	for i, m := range marks {
+		c := &g.channels[i]
+		wm, pt := m.Watermark, m.ProcessingTime
+		if inFlight {
+			wm, pt = m.InFlightWatermark, m.InFlightProcessingTime
 		}
-		return g.op.Process(ctx, port, elems)
-	})
+		if wm > mtime.MinTimestamp {
+			if err := g.ports[c.port].Advance(c.in, wm); err != nil {
+				return fmt.Errorf("executor: restore watermark of channel %d: %w", i, err)
+			}
+		}
+		c.pt = max(c.pt, pt)
+	}
+	for p := range g.ports {
+		if err := g.advance(ctx, p); err != nil {
+			return err
+		}
+	}
+	return g.advanceProcTime(ctx)
 }

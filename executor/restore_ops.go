@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -124,13 +125,19 @@ func (g *TriggeredGroupByKey) RestoreState(b []byte) error {
 // waiting to resume with their watermark hold, the main-input elements
 // waiting for side inputs, and the side inputs' contents.
 type sdkStageState struct {
-	UserSeq  uint64         `json:"user_seq,omitempty"`
-	Timers   []timers.Timer `json:"timers,omitempty"`
-	Pending  [][]byte       `json:"pending,omitempty"`
-	ResHold  mtime.Time     `json:"residual_hold,omitempty"`
-	Waiting  [][]byte       `json:"waiting,omitempty"`
-	WaitHold mtime.Time     `json:"waiting_hold,omitempty"`
-	Sides    []sideSnapshot `json:"sides,omitempty"`
+	UserSeq uint64         `json:"user_seq,omitempty"`
+	Timers  []timers.Timer `json:"timers,omitempty"`
+	Pending [][]byte       `json:"pending,omitempty"`
+	ResHold mtime.Time     `json:"residual_hold,omitempty"`
+	// ResumeAt (Unix milliseconds) is when the residuals may run, and
+	// ResumeLeft the rest of their delay at the snapshot (sdfresume.go).
+	ResumeAt   int64          `json:"resume_at_ms,omitempty"`
+	ResumeLeft int64          `json:"resume_left_ms,omitempty"`
+	Waiting    [][]byte       `json:"waiting,omitempty"`
+	WaitHold   mtime.Time     `json:"waiting_hold,omitempty"`
+	Sides      []sideSnapshot `json:"sides,omitempty"`
+	// Unlift is how the stage's combine was decided to run (unlift.go).
+	Unlift string `json:"unlift,omitempty"`
 }
 
 // SnapshotState implements StateSnapshotter. A stage with nothing in
@@ -148,22 +155,40 @@ func (s *SDKStage) SnapshotState(BarrierID) ([]byte, error) {
 	}
 	if len(s.pending) > 0 {
 		st.Pending, st.ResHold = s.pending, s.resHold
+		st.ResumeAt, st.ResumeLeft = s.resumeSnapshot()
 	}
 	if len(s.waiting) > 0 {
-		st.Waiting, st.WaitHold = s.waiting, s.waitHold
+		// Held groups among them are kept whole: their tokens die with
+		// the process.
+		w, err := s.state.held.detachAll(s.waiting, false)
+		if err != nil {
+			return nil, err
+		}
+		st.Waiting, st.WaitHold = w, s.waitHold
 	}
 	st.Sides = s.snapshotSides()
-	if st.UserSeq == 0 && len(st.Timers) == 0 && len(st.Pending) == 0 && len(st.Waiting) == 0 && len(st.Sides) == 0 {
+	if s.Spec.Unlift != nil {
+		st.Unlift = s.Spec.Unlift.Switch.decision()
+	}
+	if st.UserSeq == 0 && len(st.Timers) == 0 && len(st.Pending) == 0 && len(st.Waiting) == 0 && len(st.Sides) == 0 &&
+		st.Unlift == "" {
 		return nil, nil
 	}
 	return json.Marshal(st)
 }
 
-// RestoreState implements StateRestorer.
+// RestoreState implements StateRestorer. A field it does not know is
+// refused, not dropped: the state of another kind of operator (a stage
+// that required stable input when the checkpoint was taken, and so was
+// wrapped, twophase.StableInput) or of a newer weir would otherwise
+// restore as nothing, silently.
 func (s *SDKStage) RestoreState(b []byte) error {
 	var st sdkStageState
-	if err := json.Unmarshal(b, &st); err != nil {
-		return fmt.Errorf("stage %s: restore: %w", s.Spec.Name, err)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&st); err != nil {
+		return fmt.Errorf("stage %s: restore: the checkpoint's state is not an SDK stage's as this weir writes it "+
+			"(did the stage's requirements change, such as requires_stable_input?): %w", s.Spec.Name, err)
 	}
 	if st.UserSeq > 0 {
 		if s.User == nil {
@@ -188,12 +213,21 @@ func (s *SDKStage) RestoreState(b []byte) error {
 			return fmt.Errorf("stage %s: restore: the checkpoint holds %d residuals of a stage that processes no restrictions", s.Spec.Name, len(st.Pending))
 		}
 		s.pending, s.resHold = st.Pending, st.ResHold
+		s.restoreResume(st.ResumeAt, st.ResumeLeft)
 		for _, e := range st.Pending {
 			s.bytes += len(e)
 		}
 	}
 	if len(st.Waiting) > 0 {
 		s.waiting, s.waitHold = st.Waiting, st.WaitHold
+	}
+	if st.Unlift != "" {
+		if s.Spec.Unlift == nil {
+			return fmt.Errorf("stage %s: restore: the checkpoint holds a decision of a combine the stage has no part in", s.Spec.Name)
+		}
+		if err := s.Spec.Unlift.Switch.restore(st.Unlift); err != nil {
+			return fmt.Errorf("stage %s: restore: %w", s.Spec.Name, err)
+		}
 	}
 	return s.restoreSides(st.Sides)
 }

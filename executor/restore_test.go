@@ -82,6 +82,12 @@ func TestGateRestore(t *testing.T) {
 		{"state the operator cannot take", &SubtaskRestore{State: []byte("s")}, &statelessOp{}, nil, "", "cannot restore it"},
 		{"operator refuses its state", &SubtaskRestore{State: []byte("s")}, &restoreLog{fail: errors.New("bad blob")}, nil, "", "bad blob"},
 		{"too many watermarks", &SubtaskRestore{Watermarks: []mtime.Time{1, 2, 3}}, &restoreLog{}, nil, "", "3 port watermarks"},
+		{"channels of another subtask", &SubtaskRestore{Channels: make([]ChannelMark, 5)}, &restoreLog{}, nil, "", "5 channels recorded"},
+		{"channels replace the ports' watermarks",
+			&SubtaskRestore{Watermarks: []mtime.Time{1, 1}, Channels: []ChannelMark{
+				{Watermark: 100, InFlightWatermark: mtime.MinTimestamp}, {Watermark: 40, InFlightWatermark: 60},
+				{Watermark: 7, InFlightWatermark: mtime.MinTimestamp}}},
+			&restoreLog{}, nil, "wm0:40 wm1:7 wm0:60", ""},
 		{"in-flight data of a channel it does not have", &SubtaskRestore{InFlight: encodeInFlight([3]any{5, 0, "x"})},
 			&restoreLog{}, nil, "", "channel 5"},
 		{"in-flight data on the wrong port", &SubtaskRestore{InFlight: encodeInFlight([3]any{0, 1, "x"})},
@@ -249,6 +255,12 @@ func TestSDKStageStateRoundTrip(t *testing.T) {
 	plain := NewSDKStage(&SDKStageSpec{Name: "plain"}, &Output{})
 	if err := plain.RestoreState(b); err == nil {
 		t.Error("a stage without timers or restrictions took timers and residuals")
+	}
+	// A stable-input wrapper's snapshot (twophase.StableInput) is not
+	// taken as an empty one.
+	wrapped := fmt.Sprintf(`{"stable_input":1,"given":0,"inner":%q}`, b)
+	if err := NewSDKStage(spec, &Output{}).RestoreState([]byte(wrapped)); err == nil || !strings.Contains(err.Error(), "requires_stable_input") {
+		t.Errorf("a stable-input wrapper's snapshot restored into the bare stage: %v", err)
 	}
 }
 

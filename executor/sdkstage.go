@@ -110,8 +110,11 @@ type SDKStage struct {
 	mainWM     mtime.Time // input watermark of the main input
 	// wm turns the main input's watermark and the stage's holds into the
 	// output watermark.
-	wm    *watermarkmgr.Manager
-	delay time.Duration
+	wm *watermarkmgr.Manager
+	// resumeAt is when the pending residuals may run: the least resume
+	// delay their SDF asked for, from when it returned them (sdfresume.go).
+	// Zero when there is none.
+	resumeAt time.Time
 	// resHold is the least output watermark the SDK estimated for the
 	// pending residuals: it holds the stage's output watermark while they
 	// wait.
@@ -266,6 +269,9 @@ func (s *SDKStage) release() error {
 			hold = min(hold, ts)
 			continue
 		}
+		if s.openedAt.IsZero() {
+			s.openedAt = time.Now() // main input now, which does not wait for residuals' delays
+		}
 		s.pending = append(s.pending, e)
 		s.bytes += len(e)
 	}
@@ -315,7 +321,7 @@ func (s *SDKStage) Watermark(ctx context.Context, port int, wm mtime.Time) error
 	} else {
 		s.mainWM = wm
 	}
-	if err := s.flush(ctx); err != nil {
+	if err := s.flushDue(ctx); err != nil {
 		return err
 	}
 	if s.sidesReady() {
@@ -371,9 +377,10 @@ const (
 )
 
 // Barrier implements Operator: close the bundle so the snapshot sees no
-// element half-processed.
+// element half-processed. Residuals waiting for their resume delay stay
+// pending: the snapshot holds them, with when they resume.
 func (s *SDKStage) Barrier(ctx context.Context, _ BarrierID) error {
-	return s.flush(ctx)
+	return s.flushDue(ctx)
 }
 
 // Finish implements Operator: run until no residual is left.
@@ -394,8 +401,8 @@ func (s *SDKStage) Finish(ctx context.Context) error {
 			if len(s.pending) == 0 {
 				break
 			}
-		} else if s.delay > 0 {
-			t := time.NewTimer(s.delay)
+		} else if d := time.Until(s.resumeAt); d > 0 {
+			t := time.NewTimer(d)
 			select {
 			case <-t.C:
 			case <-s.Spec.Drain:
@@ -434,7 +441,7 @@ func (s *SDKStage) flush(ctx context.Context) error {
 		return nil
 	}
 	in := s.pending
-	s.pending, s.bytes, s.delay, s.openedAt = nil, 0, 0, time.Time{}
+	s.pending, s.bytes, s.resumeAt, s.openedAt = nil, 0, time.Time{}, time.Time{}
 	defer func() { s.truncated = false }()
 	if s.Spec.SDF && s.splitBundles() > 1 {
 		return s.runSplitting(ctx, in)
@@ -511,17 +518,18 @@ func (s *SDKStage) residuals(resp *fnpb.ProcessBundleResponse) error {
 	}
 	if len(s.pending) == 0 {
 		// else the minimum goes on over this flush's bundles
-		s.delay = -1
+		s.resumeAt = time.Time{}
 		s.resHold = mtime.MaxTimestamp
 	}
+	now := time.Now()
 	for _, r := range roots {
 		s.resHold = min(s.resHold, residualWatermark(r))
 		e := r.GetApplication().GetElement()
 		s.pending = append(s.pending, e)
 		s.bytes += len(e)
-		d := r.GetRequestedTimeDelay().AsDuration()
-		if s.delay < 0 || d < s.delay {
-			s.delay = d
+		at := now.Add(r.GetRequestedTimeDelay().AsDuration())
+		if s.resumeAt.IsZero() || at.Before(s.resumeAt) {
+			s.resumeAt = at
 		}
 	}
 	return nil
@@ -658,7 +666,7 @@ func (s *SDKStage) draining() bool {
 // truncation leaves of them; a restriction truncated to nothing is gone.
 func (s *SDKStage) truncate(ctx context.Context) error {
 	in := s.pending
-	s.pending, s.bytes, s.delay = nil, 0, 0
+	s.pending, s.bytes, s.resumeAt = nil, 0, time.Time{}
 	res, err := s.runOn(ctx, s.Spec.TruncateDescriptor, liftNone, s.Spec.TruncateSource, []string{s.Spec.TruncateSink}, in, nil)
 	if err != nil {
 		return fmt.Errorf("stage %s: truncate restrictions on drain: %w", s.Spec.Name, err)

@@ -158,7 +158,7 @@ func (s *SDKStage) ProcessingTime(ctx context.Context, t mtime.Time) error {
 	s.synthetic = true
 	s.procTime = t
 	if s.sidesReady() {
-		if err := s.flush(ctx); err != nil {
+		if err := s.flushDue(ctx); err != nil {
 			return err
 		}
 		if err := s.fireDue(ctx, timers.ProcessingTime, t); err != nil {
@@ -172,9 +172,13 @@ func (s *SDKStage) ProcessingTime(ctx context.Context, t mtime.Time) error {
 }
 
 // NextWake implements Waker: the earliest processing-time timer (unless a
-// TestStream drives processing time) or the open bundle's MaxBundleTime.
+// TestStream drives processing time), the open bundle's MaxBundleTime, or
+// when residuals waiting for their resume delay may run.
 func (s *SDKStage) NextWake() (time.Time, bool) {
 	at, ok := s.bundleDue()
+	if r, rok := s.residualsDue(); rok && (!ok || r.Before(at)) {
+		at, ok = r, true
+	}
 	if s.timers == nil || s.synthetic {
 		return at, ok
 	}
@@ -188,18 +192,24 @@ func (s *SDKStage) NextWake() (time.Time, bool) {
 	return at, true
 }
 
-// Wake implements Waker: close the open bundle if it is due, and fire the
-// processing-time timers due at now.
+// Wake implements Waker: close the open bundle if it is due, run the
+// residuals whose resume delay has passed, and fire the processing-time
+// timers due at now.
 func (s *SDKStage) Wake(ctx context.Context, now time.Time) error {
-	if at, ok := s.bundleDue(); ok && !now.Before(at) {
+	bundle, bok := s.bundleDue()
+	res, rok := s.residualsDue()
+	if bok && !now.Before(bundle) || rok && !now.Before(res) {
 		if err := s.flush(ctx); err != nil {
+			return err
+		}
+		if err := s.forwardWatermark(ctx); err != nil {
 			return err
 		}
 	}
 	if s.timers == nil || s.synthetic || !s.sidesReady() {
 		return nil
 	}
-	if err := s.flush(ctx); err != nil {
+	if err := s.flushDue(ctx); err != nil {
 		return err
 	}
 	if err := s.fireDue(ctx, timers.ProcessingTime, mtime.FromTime(now)); err != nil {

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -57,6 +58,44 @@ func (u *UnliftSwitch) decide(in, out int64, canRerun bool) bool {
 	}
 	u.mode.Store(m)
 	return m == unliftUnlifted
+}
+
+// decision names the switch's decision in snapshots: "" undecided,
+// "lifted" or "unlifted". A checkpoint must keep it: the group-by-key's
+// store holds what crossed the shuffle in the decided form, and a
+// restored job that decided anew, the other way, would read it in the
+// wrong one.
+func (u *UnliftSwitch) decision() string {
+	switch u.mode.Load() {
+	case unliftLifted:
+		return "lifted"
+	case unliftUnlifted:
+		return "unlifted"
+	}
+	return ""
+}
+
+// restore decides the switch as a checkpoint recorded it. Every subtask
+// of the combine's stages recorded the same, and restores it before its
+// first bundle, so none decides anew; a switch decided otherwise is an
+// error.
+func (u *UnliftSwitch) restore(d string) error {
+	var m int32
+	switch d {
+	case "lifted":
+		m = unliftLifted
+	case "unlifted":
+		m = unliftUnlifted
+	default:
+		return fmt.Errorf("unknown combine decision %q", d)
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if cur := u.mode.Load(); cur != unliftUndecided && cur != m {
+		return fmt.Errorf("the combine runs %s, the checkpoint says %s", u.decision(), d)
+	}
+	u.mode.Store(m)
+	return nil
 }
 
 // UnliftSpec is an SDK stage's part in running a combine unlifted.

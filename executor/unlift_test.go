@@ -90,3 +90,46 @@ func TestUndecidedProducerBundleWaits(t *testing.T) {
 		t.Error("decided producer's bundle is not due")
 	}
 }
+
+// TestUnliftDecisionRestored: a checkpoint keeps how a combine was
+// decided to run, and a restored job runs it so rather than deciding
+// anew: its group-by-key's restored records are in the decided form. A
+// checkpoint taken undecided says nothing; one that contradicts the
+// switch is refused.
+func TestUnliftDecisionRestored(t *testing.T) {
+	for _, unlifted := range []bool{true, false} {
+		var before UnliftSwitch
+		in := int64(10000)
+		out := in
+		if !unlifted {
+			out = 1
+		}
+		before.decide(in, out, true)
+		a := NewSDKStage(&SDKStageSpec{Name: "consumer", Unlift: &UnliftSpec{Switch: &before}}, &Output{})
+		snap, err := a.SnapshotState(1)
+		if err != nil || snap == nil {
+			t.Fatalf("snapshot %q, %v; want the decision", snap, err)
+		}
+		var after UnliftSwitch
+		b := NewSDKStage(&SDKStageSpec{Name: "consumer", Unlift: &UnliftSpec{Switch: &after}}, &Output{})
+		if err := b.RestoreState(snap); err != nil {
+			t.Fatal(err)
+		}
+		if after.decision() != before.decision() || after.Unlifted() != unlifted {
+			t.Errorf("restored decision %q, want %q", after.decision(), before.decision())
+		}
+		// Another subtask of the combine restores the same.
+		if err := NewSDKStage(&SDKStageSpec{Name: "producer", Unlift: &UnliftSpec{Switch: &after, Producer: true}}, &Output{}).RestoreState(snap); err != nil {
+			t.Errorf("a second subtask's restore: %v", err)
+		}
+		var other UnliftSwitch
+		other.decide(in, in+1-out, true) // the other way
+		if err := NewSDKStage(&SDKStageSpec{Name: "c", Unlift: &UnliftSpec{Switch: &other}}, &Output{}).RestoreState(snap); err == nil {
+			t.Error("a switch decided the other way took the checkpoint's decision")
+		}
+	}
+	var undecided UnliftSwitch
+	if b, err := NewSDKStage(&SDKStageSpec{Name: "c", Unlift: &UnliftSpec{Switch: &undecided}}, &Output{}).SnapshotState(1); err != nil || b != nil {
+		t.Errorf("an undecided combine snapshots %q, %v; want nothing", b, err)
+	}
+}

@@ -1,26 +1,48 @@
 package kafka
 
+import (
+	"fmt"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+
+	"github.com/weir-runner/weir/watermarkmgr"
+)
+
 // Position is where a reader stands: the next offset to read of every
-// partition, and how many records it has delivered (a bounded read by
-// MaxRecords counts on from there). A checkpoint records it through the
-// source's Injector.OnSnapshot, taken between emissions, so every record
-// before the offsets is downstream of the barrier; a restored job starts
-// the reader there (ReaderOptions.Resume). Offsets are never committed to
-// the broker for this: the checkpoint is the source of truth.
+// partition, how many records it has delivered (a bounded read by
+// MaxRecords counts on from there), and its watermarks. A checkpoint
+// records it through the source's Injector.OnSnapshot, taken between
+// emissions, so every record before the offsets is downstream of the
+// barrier; a restored job starts the reader there (ReaderOptions.Resume).
+// Offsets are never committed to the broker for this: the checkpoint is
+// the source of truth.
 type Position struct {
 	// Next maps topic → partition → the next offset to read.
 	Next map[string]map[int32]int64 `json:"next"`
 	Read int64                      `json:"read,omitempty"`
+	// Marks maps topic → partition → its watermark state: the largest
+	// event time delivered, idleness and the activity clock. Without them
+	// a restored reader starts every partition at -inf and active, so its
+	// watermark stands still until the idle ones time out again.
+	Marks map[string]map[int32]watermarkmgr.SplitMark `json:"marks,omitempty"`
+	// Watermark is the output watermark the source last emitted: the
+	// restored reader's never goes below it, though the minimum over its
+	// restored partitions may (one back from idleness, behind).
+	Watermark *mtime.Time `json:"watermark,omitempty"`
 }
 
 // Position returns the reader's position now.
 func (r *Reader) Position() Position {
-	pos := Position{Next: map[string]map[int32]int64{}, Read: r.read}
-	for _, p := range r.parts {
+	wm := r.splits.Emitted()
+	pos := Position{Next: map[string]map[int32]int64{}, Read: r.read,
+		Marks: map[string]map[int32]watermarkmgr.SplitMark{}, Watermark: &wm}
+	for i, p := range r.parts {
 		if pos.Next[p.topic] == nil {
 			pos.Next[p.topic] = map[int32]int64{}
+			pos.Marks[p.topic] = map[int32]watermarkmgr.SplitMark{}
 		}
 		pos.Next[p.topic][p.id] = p.next
+		pos.Marks[p.topic][p.id] = r.splits.Mark(watermarkmgr.SplitID(i))
 	}
 	return pos
 }
@@ -37,4 +59,27 @@ func (r *Reader) resume(pos *Position) {
 		}
 	}
 	r.read = pos.Read
+}
+
+// resumeWatermarks puts the partitions a restored position lists back at
+// their watermarks and idleness, and the output where it was. Partitions
+// added since start at -inf, active, as at a fresh start. A position
+// recorded before marks were kept has none: the partitions start over.
+func (r *Reader) resumeWatermarks(pos *Position) error {
+	if pos == nil {
+		return nil
+	}
+	for i, p := range r.parts {
+		m, ok := pos.Marks[p.topic][p.id]
+		if !ok {
+			continue
+		}
+		if err := r.splits.Restore(watermarkmgr.SplitID(i), m); err != nil {
+			return fmt.Errorf("kafka source %s: topic %q partition %d: restore watermark: %w", r.name, p.topic, p.id, err)
+		}
+	}
+	if pos.Watermark != nil {
+		r.splits.RestoreOutput(*pos.Watermark)
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -293,9 +294,42 @@ type subtaskMeta struct {
 	AlignmentMicros int64  `json:"alignment_us,omitempty"`
 	// Watermarks are the input watermark of each port, in milliseconds.
 	Watermarks []int64 `json:"watermarks,omitempty"`
+	// Channels are what the snapshot recorded of each input channel.
+	Channels []channelMeta `json:"channels,omitempty"`
 	// State is what the operator or source keeps outside the store (a
 	// source's position).
 	State []byte `json:"state,omitempty"`
+}
+
+// channelMeta is an executor.ChannelMark in milliseconds; a time that is
+// not there (the start of time) is left out.
+type channelMeta struct {
+	Watermark              *int64 `json:"wm,omitempty"`
+	ProcessingTime         *int64 `json:"pt,omitempty"`
+	InFlightWatermark      *int64 `json:"in_flight_wm,omitempty"`
+	InFlightProcessingTime *int64 `json:"in_flight_pt,omitempty"`
+}
+
+func channelMetaOf(m executor.ChannelMark) channelMeta {
+	ms := func(t mtime.Time) *int64 {
+		if t <= mtime.MinTimestamp {
+			return nil
+		}
+		v := int64(t)
+		return &v
+	}
+	return channelMeta{ms(m.Watermark), ms(m.ProcessingTime), ms(m.InFlightWatermark), ms(m.InFlightProcessingTime)}
+}
+
+func (m channelMeta) mark() executor.ChannelMark {
+	t := func(ms *int64) mtime.Time {
+		if ms == nil {
+			return mtime.MinTimestamp
+		}
+		return mtime.Time(*ms)
+	}
+	return executor.ChannelMark{Watermark: t(m.Watermark), ProcessingTime: t(m.ProcessingTime),
+		InFlightWatermark: t(m.InFlightWatermark), InFlightProcessingTime: t(m.InFlightProcessingTime)}
 }
 
 func (c *jobCheckpoints) write(w *checkpoint.Writer, r executor.BarrierRecord, sn *state.Snapshot) (checkpoint.Ack, error) {
@@ -304,6 +338,9 @@ func (c *jobCheckpoints) write(w *checkpoint.Writer, r executor.BarrierRecord, s
 	meta := subtaskMeta{Unaligned: r.Unaligned, AlignmentMicros: r.Alignment.Microseconds(), State: r.State}
 	for _, wm := range r.Watermarks {
 		meta.Watermarks = append(meta.Watermarks, int64(wm))
+	}
+	for _, m := range r.Channels {
+		meta.Channels = append(meta.Channels, channelMetaOf(m))
 	}
 	var bytes int64
 	if sn != nil {

@@ -148,6 +148,9 @@ func readRestorePoint(fs vfs.FS, c *checkpoint.Checkpoint) (*restorePoint, map[c
 		for _, wm := range meta.Watermarks {
 			rs.Watermarks = append(rs.Watermarks, mtime.Time(wm))
 		}
+		for _, m := range meta.Channels {
+			rs.Channels = append(rs.Channels, m.mark())
+		}
 		if meta.StateFile != "" {
 			files[task] = c.Path(fs, meta.StateFile)
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
@@ -277,17 +278,29 @@ func TestRestoreAfterCrash(t *testing.T) {
 		// expiry: the stateful sum comes from the window's expiration
 		// (OnWindowExpiration), a timer only the runner sets.
 		expiry bool
-	}{{"aligned", false, false}, {"unaligned", false, false}, {"aligned", true, false}, {"aligned", true, true}} {
+		// stable: the stateful sum requires stable input, so its stage's
+		// operator is wrapped (twophase.StableInput), and its timer
+		// reaches checkpoints only through the wrapper's snapshot.
+		stable bool
+	}{{"aligned", false, false, false}, {"unaligned", false, false, false}, {"aligned", true, false, false},
+		{"aligned", true, true, false}, {"aligned", true, false, true}} {
 		mode := tc.mode
-		if tc.expiry {
+		switch {
+		case tc.stable:
+			mode = "stable-" + mode
+		case tc.expiry:
 			mode = "expiry-" + mode
-		} else if tc.stateful {
+		case tc.stateful:
 			mode = "stateful-" + mode
 		}
 		run := func(t *testing.T, name, run string, opts map[string]string,
 			before func(context.Context, int, func() error) error) ([]string, *Job, error) {
 			if tc.expiry {
 				testHookPipeline = withWindowExpiration(t, "expirySumFn", "expire")
+				defer func() { testHookPipeline = nil }()
+			}
+			if tc.stable {
+				testHookPipeline = requireStableInputOf(t, "windowSumFn")
 				defer func() { testHookPipeline = nil }()
 			}
 			return runRestoreJobOf(t, restorePipelineWith(run, tc.stateful, tc.expiry), name, run, opts, before)
@@ -514,9 +527,13 @@ func TestReadRestorePoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	meta := func(m subtaskMeta) []byte { b, _ := json.Marshal(m); return b }
+	marks := []executor.ChannelMark{{Watermark: 42, ProcessingTime: mtime.MinTimestamp,
+		InFlightWatermark: 50, InFlightProcessingTime: 7}, {Watermark: mtime.MaxTimestamp, ProcessingTime: 3,
+		InFlightWatermark: mtime.MinTimestamp, InFlightProcessingTime: mtime.MinTimestamp}}
 	w.SetSubtask(checkpoint.Task{Node: 0, Subtask: 0}, meta(subtaskMeta{State: []byte(`{"fired":true}`)}))
 	w.SetSubtask(checkpoint.Task{Node: 1, Subtask: 1}, meta(subtaskMeta{StateFile: "n1-s1.sst", InFlightFile: "n1-s1.inflight",
-		Unaligned: true, Watermarks: []int64{42}, State: []byte(`{"seq":3}`)}))
+		Unaligned: true, Watermarks: []int64{42}, State: []byte(`{"seq":3}`),
+		Channels: []channelMeta{channelMetaOf(marks[0]), channelMetaOf(marks[1])}}))
 	if err := w.Commit(time.Now(), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -550,8 +567,8 @@ func TestReadRestorePoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rs.Finished || string(rs.State) != `{"seq":3}` || len(rs.Watermarks) != 1 || rs.Watermarks[0] != 42 ||
-		fmt.Sprint(batches) != "[1/0:x]" {
-		t.Errorf("operator: %+v, in flight %v", rs, batches)
+		fmt.Sprint(batches) != "[1/0:x]" || !slices.Equal(rs.Channels, marks) {
+		t.Errorf("operator: %+v, in flight %v; want channels %v", rs, batches, marks)
 	}
 }
 

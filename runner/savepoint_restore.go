@@ -48,6 +48,10 @@ func restoreSavepoint(ctx context.Context, j *Job, cfg *checkpointConfig, store 
 		if into < 0 {
 			continue
 		}
+		// Channels are numbered by the producers feeding each input, which
+		// a changed graph may have added or moved: the ports' watermarks
+		// say the same for an aligned snapshot, which a savepoint is.
+		rs.Channels = nil
 		rp.subtasks[checkpoint.Task{Node: into, Subtask: task.Subtask}] = rs
 		if f, ok := files[task]; ok {
 			paths = append(paths, f)

@@ -41,9 +41,15 @@ func init() {
 // requireStableInput marks the ParDo of stableRecord requires_stable_input,
 // which the Go SDK cannot say.
 func requireStableInput(t *testing.T) func(*pipepb.Pipeline) {
+	return requireStableInputOf(t, "stableRecord")
+}
+
+// requireStableInputOf marks the ParDo whose name has fn in it
+// requires_stable_input.
+func requireStableInputOf(t *testing.T, fn string) func(*pipepb.Pipeline) {
 	return func(p *pipepb.Pipeline) {
 		for _, tr := range p.GetComponents().GetTransforms() {
-			if !strings.Contains(tr.GetUniqueName(), "stableRecord") || tr.GetSpec().GetUrn() != "beam:transform:pardo:v1" {
+			if !strings.Contains(tr.GetUniqueName(), fn) || tr.GetSpec().GetUrn() != "beam:transform:pardo:v1" {
 				continue
 			}
 			var pl pipepb.ParDoPayload
@@ -61,7 +67,7 @@ func requireStableInput(t *testing.T) func(*pipepb.Pipeline) {
 			p.Requirements = append(p.Requirements, "beam:requirement:pardo:stable_input:v1")
 			return
 		}
-		t.Error("no stableRecord ParDo in the pipeline")
+		t.Errorf("no %s ParDo in the pipeline", fn)
 	}
 }
 

@@ -162,6 +162,38 @@ func (s *Store) ReadHeld(token, cont []byte, max int) (page, next []byte, err er
 	return page, next, nil
 }
 
+// EachHeld calls fn with each value of a held group, in order, as
+// encoded; fn must not keep the slice. A checkpoint that must keep an
+// element naming the group reads it whole this way (a token does not
+// outlive the process; see executor.Detacher).
+func (s *Store) EachHeld(token []byte, fn func(value []byte) error) error {
+	h, err := s.holds.get(token)
+	if err != nil {
+		return err
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: h.start, UpperBound: h.end})
+	if err != nil {
+		return fmt.Errorf("state: read held group: %w", err)
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("state: read held group: %w", err)
+		}
+		if len(v) < 8 {
+			return fmt.Errorf("state: malformed shuffle value in held group %x", token)
+		}
+		if err := fn(v[8:]); err != nil {
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("state: read held group: %w", err)
+	}
+	return nil
+}
+
 // Release gives up one consumer's claim on a held group; the last one
 // deletes it. Releasing more often than the group has consumers is an
 // error, as is releasing an unknown token.

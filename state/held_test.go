@@ -126,6 +126,13 @@ func TestShuffleHoldsLargeGroups(t *testing.T) {
 	if got := sh.HeldStats(); got != (HeldStats{Groups: 1, Pages: 20}) {
 		t.Errorf("stats %+v", got)
 	}
+	var each []string
+	if err := s.EachHeld(big.rest, func(v []byte) error { each = append(each, string(v)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if want := heldValues(2, 100); strings.Join(each, ",") != strings.Join(want, ",") {
+		t.Errorf("EachHeld gave %v, want %v", each, want)
+	}
 
 	// Fired again, the held group stays out; a late value of its key fires
 	// alone.
@@ -148,6 +155,9 @@ func TestShuffleHoldsLargeGroups(t *testing.T) {
 	}
 	if _, _, err := s.ReadHeld(big.rest, nil, 1<<20); !errors.Is(err, ErrReleased) {
 		t.Errorf("read after the last release: %v, want ErrReleased", err)
+	}
+	if err := s.EachHeld(big.rest, func([]byte) error { return nil }); !errors.Is(err, ErrReleased) {
+		t.Errorf("EachHeld after the last release: %v, want ErrReleased", err)
 	}
 	if err := s.Release(big.rest); !errors.Is(err, ErrReleased) {
 		t.Errorf("third release: %v, want ErrReleased", err)

@@ -34,8 +34,12 @@ type StableOperator interface {
 // its watermark; it runs one checkpoint interval behind its input. Side
 // inputs, barriers, processing time and timers pass straight through.
 //
-// The watermarks of sealed epochs are kept in memory: after a restore the
-// operator gets its next watermark with the next completed checkpoint.
+// It forwards every optional capability of the operator it wraps
+// (executor.Capabilities): its snapshot holds its own memory (the
+// watermarks of sealed epochs) composed with the operator's
+// (stable_snapshot.go), so a restored operator gets its timers, side
+// inputs and waiting elements back, and the watermark of the checkpoint's
+// barrier with the epochs it covers.
 type StableInput struct {
 	Inner   StableOperator
 	Pending *Pending
@@ -43,11 +47,13 @@ type StableInput struct {
 	Main int
 
 	started bool
-	epoch   executor.BarrierID
-	wm      mtime.Time   // the newest main input watermark received
-	sealed  []sealedMark // watermark at each barrier, oldest first, not yet handed over
-	given   mtime.Time   // the newest watermark handed to Inner
-	batch   [][]byte     // reused for handing elements over
+	// restored says RestoreState set sealed and given.
+	restored bool
+	epoch    executor.BarrierID
+	wm       mtime.Time   // the newest main input watermark received
+	sealed   []sealedMark // watermark at each barrier, oldest first, not yet handed over
+	given    mtime.Time   // the newest watermark handed to Inner
+	batch    [][]byte     // reused for handing elements over
 }
 
 type sealedMark struct {
@@ -66,7 +72,10 @@ func (s *StableInput) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.started, s.epoch, s.wm, s.given = true, sealed, mtime.MinTimestamp, mtime.MinTimestamp
+	s.started, s.epoch, s.wm = true, sealed, mtime.MinTimestamp
+	if !s.restored {
+		s.given = mtime.MinTimestamp
+	}
 	return s.release(ctx, sealed)
 }
 
@@ -78,7 +87,21 @@ func (s *StableInput) Process(ctx context.Context, port int, elems [][]byte) err
 	if port != s.Main {
 		return s.Inner.Process(ctx, port, elems)
 	}
+	// What waits in the store must outlive the process: a held group's
+	// token does not, so the group is inlined, and its claim given up.
+	elems, err := s.Detach(port, elems, true)
+	if err != nil {
+		return err
+	}
 	return s.Pending.Append(s.epoch, elems)
+}
+
+// Detach implements executor.Detacher through Inner.
+func (s *StableInput) Detach(port int, elems [][]byte, release bool) ([][]byte, error) {
+	if d, ok := s.Inner.(executor.Detacher); ok {
+		return d.Detach(port, elems, release)
+	}
+	return elems, nil
 }
 
 // Watermark implements executor.Operator: a main input watermark waits

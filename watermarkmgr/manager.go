@@ -149,6 +149,18 @@ func (m *Manager) Emit() (mtime.Time, bool) {
 	return out, true
 }
 
+// Restore sets the output watermark last emitted to t, as a checkpoint
+// recorded it, for a manager that starts over from a checkpoint: its
+// output never goes below t, and Emit reports nothing until the output
+// passes it. Restoring the inputs alone is not enough: an input that came
+// back from idleness behind the output, or a hold, leaves the minimum
+// below what was emitted. A t behind the output changes nothing.
+func (m *Manager) Restore(t mtime.Time) { m.emitted = max(m.emitted, t) }
+
+// Emitted returns the output watermark Emit last reported: what went
+// downstream, and what a checkpoint records (Restore).
+func (m *Manager) Emitted() mtime.Time { return m.emitted }
+
 // AllIdle reports whether every input that has not ended is idle (and at
 // least one has not ended). The input watermark cannot advance until one of
 // them comes back or ends, so the caller may tell its consumers it is idle.

@@ -180,6 +180,55 @@ func (s *Splits) End(id SplitID) error {
 	return s.mgr.End(InputID(id))
 }
 
+// SplitMark is what a checkpoint keeps of a split so that a restored
+// reader resumes its watermark and idleness where they were, rather than
+// from -inf and active: the largest event time delivered, and the
+// activity clock.
+type SplitMark struct {
+	MaxTime mtime.Time `json:"max_time"`
+	Idle    bool       `json:"idle,omitempty"`
+	// QuietMillis is the unpaused time since the split's last record.
+	QuietMillis int64 `json:"quiet_ms,omitempty"`
+}
+
+// Mark returns what a checkpoint keeps of split id.
+func (s *Splits) Mark(id SplitID) SplitMark {
+	if id < 0 || int(id) >= len(s.splits) {
+		return SplitMark{MaxTime: mtime.MinTimestamp}
+	}
+	x := &s.splits[id]
+	return SplitMark{MaxTime: x.maxTime, Idle: x.idle, QuietMillis: x.quiet.Milliseconds()}
+}
+
+// Restore puts split id where a checkpoint's mark left it: its largest
+// event time, its activity clock (which goes on from there at the
+// processing time of the last call) and, with an idle timeout, its
+// idleness. Call it before the split's first record; for a split that
+// ended it is an error.
+func (s *Splits) Restore(id SplitID, m SplitMark) error {
+	x, err := s.split(id)
+	if err != nil {
+		return err
+	}
+	x.maxTime = max(x.maxTime, m.MaxTime)
+	x.quiet = max(time.Duration(m.QuietMillis)*time.Millisecond, 0)
+	if err := s.mgr.Advance(InputID(id), s.watermark(x)); err != nil {
+		return err
+	}
+	if m.Idle && s.cfg.IdleTimeout > 0 && !x.idle {
+		x.idle = true
+		return s.mgr.Idle(InputID(id))
+	}
+	return nil
+}
+
+// Emitted returns the output watermark Emit last reported.
+func (s *Splits) Emitted() mtime.Time { return s.mgr.Emitted() }
+
+// RestoreOutput sets the reader's output watermark to out, what a
+// checkpoint recorded (Output): it never goes below it (Manager.Restore).
+func (s *Splits) RestoreOutput(out mtime.Time) { s.mgr.Restore(out) }
+
 // Watermark returns split id's watermark: +inf once ended.
 func (s *Splits) Watermark(id SplitID) mtime.Time {
 	if id < 0 || int(id) >= len(s.splits) {

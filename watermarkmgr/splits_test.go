@@ -179,3 +179,77 @@ func equalIDs(a, b []SplitID) bool {
 	}
 	return true
 }
+
+// TestSplitsRestore takes the marks and output of a reader's splits and
+// restores them into a new tracker, as a restored Kafka read does: each
+// split's watermark and idleness come back, the activity clock goes on
+// where it stopped, and the output is where it was, even when the
+// restored minimum is below it (a split back from idleness, behind).
+func TestSplitsRestore(t *testing.T) {
+	start := time.Unix(1_700_000_000, 0)
+	at := func(ms int64) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	cfg := SplitsConfig{OutOfOrderness: 5 * time.Millisecond, IdleTimeout: 10 * time.Millisecond}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := NewSplits(3, cfg, at(0))
+	_, err := a.Record(0, 100, at(0))
+	must(err)
+	_, err = a.Record(1, 50, at(1))
+	must(err)
+	_, err = a.Record(2, 70, at(4))
+	must(err)
+	_, err = a.Record(0, 200, at(9))
+	must(err)
+	_, err = a.Tick(at(12)) // split 1 idle (quiet 11 ms); 2 quiet 8 ms
+	must(err)
+	if got := a.Output(); got != 65 {
+		t.Fatalf("output %d before the checkpoint, want 65 (split 2)", got)
+	}
+	restore := func(a *Splits) *Splits {
+		b := NewSplits(a.Len(), cfg, at(1000)) // a later process
+		for i := range a.Len() {
+			must(b.Restore(SplitID(i), a.Mark(SplitID(i))))
+		}
+		b.RestoreOutput(a.Output())
+		return b
+	}
+	b := restore(a)
+	for i := range 3 {
+		if got, want := b.State(SplitID(i)), a.State(SplitID(i)); got != want {
+			t.Errorf("split %d restored as %+v, want %+v", i, got, want)
+		}
+	}
+	if wm, moved := b.Emit(); wm != 65 || moved {
+		t.Errorf("restored output %d (advanced %v), want 65, not advanced: it was emitted before", wm, moved)
+	}
+	// Split 2's clock goes on from 8 ms: idle 2 ms later, not 10.
+	idled, err := b.Tick(at(1002))
+	must(err)
+	if len(idled) != 1 || idled[0] != 2 {
+		t.Errorf("splits %v went idle 2 ms after the restore, want [2]", idled)
+	}
+	if got := b.Output(); got != 195 {
+		t.Errorf("output %d once split 2 is idle, want 195 (split 0; 1 stays idle)", got)
+	}
+
+	// Split 1 back from idleness behind the output: the output stays.
+	_, err = b.Record(1, 60, at(1003))
+	must(err)
+	if got := b.Output(); got != 195 {
+		t.Fatalf("output %d, want 195", got)
+	}
+	c := restore(b)
+	if got := c.Output(); got != 195 {
+		t.Errorf("restored output %d, want 195: it went backwards", got)
+	}
+	if st := c.State(1); st.Idle || st.Watermark != 55 {
+		t.Errorf("split 1 restored as %+v, want active at 55", st)
+	}
+	if err := c.Restore(5, SplitMark{}); err == nil {
+		t.Error("restored a split that does not exist")
+	}
+}

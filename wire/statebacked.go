@@ -43,6 +43,33 @@ func StateBackedToken(iter []byte, tokenLen int) ([]byte, bool) {
 	return iter[len(iter)-tokenLen:], true
 }
 
+// AppendResolvedIterable appends iter, a state-backed iterable with a
+// token of tokenLen bytes (see StateBackedToken), with the token replaced
+// by rest, the values it stands for, already encoded: the same iterable,
+// read without the state API. It returns false, appending nothing, when
+// iter is not state-backed.
+func AppendResolvedIterable(dst, iter []byte, tokenLen int, rest [][]byte) ([]byte, bool) {
+	token, ok := StateBackedToken(iter, tokenLen)
+	if !ok {
+		return dst, false
+	}
+	// Drop the token and its marker (the block count -1 and its length).
+	end := len(iter) - len(token) - 1 - uvarintLen(stateBacked)
+	dst = append(dst, iter[:end]...)
+	if len(rest) > 0 { // a zero count would end the iterable
+		dst = binary.AppendUvarint(dst, uint64(len(rest)))
+		for _, v := range rest {
+			dst = append(dst, v...)
+		}
+	}
+	return binary.AppendUvarint(dst, 0), true
+}
+
+func uvarintLen(v uint64) int {
+	var b [binary.MaxVarintLen64]byte
+	return len(binary.AppendUvarint(b[:0], v))
+}
+
 // HeaderLen returns the length of the windowed value header (timestamp,
 // windows, pane) at the start of b.
 func (c *Codec) HeaderLen(b []byte) (int, error) { return measureHeader(b, c.Window) }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/coder"
@@ -186,6 +188,44 @@ func TestStateBackedIterable(t *testing.T) {
 		if !ok || string(got) != string(token) {
 			t.Errorf("%d inline: token %q, %v; want %q", len(inline), got, ok, token)
 		}
+	}
+	// Resolved, with the values the token stands for, it is the same
+	// iterable without one: all values, in order, then the end.
+	it := func(vals ...[]byte) [][]byte { return vals }
+	for _, inline := range [][][]byte{nil, it(str("a"), str("bc"))} {
+		for _, rest := range [][][]byte{nil, it(str("d")), it(str("e"), str("fgh"))} {
+			iter := AppendStateBackedIterable(nil, inline, token)
+			got, ok := AppendResolvedIterable([]byte("x"), iter, len(token), rest)
+			if !ok {
+				t.Fatalf("%q + %q: not resolved", inline, rest)
+			}
+			kv := append(str("key"), got[1:]...)
+			if n, err := m(kv); err != nil || n != len(kv) {
+				t.Errorf("%q + %q: measured %d of %d, %v", inline, rest, n, len(kv), err)
+			}
+			if _, ok := StateBackedToken(got[1:], len(token)); ok {
+				t.Errorf("%q + %q: still state-backed", inline, rest)
+			}
+			var vals []string
+			for b := got[5:]; len(b) > 0; {
+				c, n := binary.Uvarint(b)
+				b = b[n:]
+				for range c {
+					vals = append(vals, string(b[1:1+b[0]]))
+					b = b[1+b[0]:]
+				}
+			}
+			want := []string{}
+			for _, v := range append(slices.Clone(inline), rest...) {
+				want = append(want, string(v[1:]))
+			}
+			if strings.Join(vals, ",") != strings.Join(want, ",") || got[0] != 'x' {
+				t.Errorf("%q + %q: resolved to %q, want %q after the prefix", inline, rest, vals, want)
+			}
+		}
+	}
+	if _, ok := AppendResolvedIterable(nil, binary.BigEndian.AppendUint32(nil, 0), len(token), nil); ok {
+		t.Error("a plain iterable was resolved")
 	}
 	// A plain iterable whose last value happens to end like a token.
 	plain := binary.BigEndian.AppendUint32(nil, 1)

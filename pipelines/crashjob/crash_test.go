@@ -12,11 +12,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/weir-runner/weir/internal/kafkatest"
 )
 
 // The crash test of issue 7, under the faults of issue 19: a job reading
-// Kafka (kfake as its own process) into one-minute event-time windows and
-// an exactly-once sink runs while its input is produced, and meanwhile
+// Kafka into one-minute event-time windows and an exactly-once sink runs
+// while its input is produced, and meanwhile
 //
 //   - the job is killed with SIGKILL (workers and all) and started again
 //     with the same name and checkpoint folder, as a supervisor would;
@@ -29,6 +31,12 @@ import (
 // The sink's output must equal the expected window sums exactly: nothing
 // lost, nothing doubled. make test runs a short schedule on each sink;
 // make crash runs longer ones (-crash.long).
+//
+// The broker is kfake as its own process (persisting to a folder, so a
+// restart keeps its data), or a real Kafka broker (kafkatest): the shared
+// one in the short schedule, which other tests use and which therefore is
+// never restarted, and one of the test's own (kafkatest.StartOwn) in the
+// long one.
 
 var (
 	long    = flag.Bool("crash.long", false, "run the long schedules (make crash)")
@@ -55,21 +63,72 @@ var (
 	longRun = schedule{perPart: 3000, jobKills: 40, workerKills: 40, brokerRestarts: 10}
 )
 
-func TestCrashExactlyOnceKafka(t *testing.T) { crashTests(t, "kafka") }
-func TestCrashExactlyOnceFiles(t *testing.T) { crashTests(t, "file") }
+// The Kafka sink's test runs on kfake and on a real broker; the file
+// sink's on kfake.
+func TestCrashExactlyOnceKafka(t *testing.T) {
+	t.Run(kafkatest.KindFake, func(t *testing.T) { crashTests(t, "kafka", kfakeCluster) })
+	t.Run(kafkatest.KindReal, func(t *testing.T) { crashTests(t, "kafka", realCluster) })
+}
+func TestCrashExactlyOnceFiles(t *testing.T) { crashTests(t, "file", kfakeCluster) }
 
-func crashTests(t *testing.T, sink string) {
+func crashTests(t *testing.T, sink string, broker func(*testing.T, bool) cluster) {
 	if testing.Short() {
 		t.Skip("builds and kills a job many times")
 	}
 	if !*long {
-		crashTest(t, sink, short, seed())
+		crashTest(t, sink, broker(t, false), short, seed())
 		return
 	}
 	for r := range *rounds {
-		t.Run(fmt.Sprint("round", r), func(t *testing.T) { crashTest(t, sink, longRun, seed()) })
+		t.Run(fmt.Sprint("round", r), func(t *testing.T) { crashTest(t, sink, broker(t, true), longRun, seed()) })
 	}
 }
+
+// cluster is the broker of one crash test: its addresses and the names of
+// what the test makes on it, and how to restart it (nil when it is shared
+// with other tests and must stay up).
+type cluster struct {
+	*kafkatest.Broker
+	restart restarter
+}
+
+type restarter interface {
+	// stop ends the broker, with SIGKILL (a crash) or SIGTERM.
+	stop(kill bool)
+	// start starts it again on the same address and data.
+	start() error
+}
+
+// kfakeCluster starts kfake as its own process.
+func kfakeCluster(t *testing.T, _ bool) cluster {
+	b := startKfake(t, goBuild(t, "kfake", "../../internal/tools/kfake"), t.TempDir())
+	return cluster{&kafkatest.Broker{Kind: kafkatest.KindFake, Addrs: []string{b.addr()}}, b}
+}
+
+// realCluster is the shared real broker, or for the long schedule one of
+// the test's own that it may restart.
+func realCluster(t *testing.T, long bool) cluster {
+	if !long {
+		return cluster{Broker: kafkatest.Real(t)}
+	}
+	o := kafkatest.StartOwn(t)
+	return cluster{o.Broker, ownRestarter{t, o}}
+}
+
+type ownRestarter struct {
+	t *testing.T
+	o *kafkatest.Own
+}
+
+func (r ownRestarter) stop(kill bool) {
+	if kill {
+		r.o.Kill(r.t)
+	} else {
+		r.o.Stop(r.t)
+	}
+}
+
+func (r ownRestarter) start() error { r.o.Start(r.t); return nil }
 
 func seed() int64 {
 	if *seedArg != 0 {
@@ -108,28 +167,31 @@ type tally struct {
 	jobKills, workerKills, workersMissed, brokerRestarts int
 }
 
-func crashTest(t *testing.T, sink string, sc schedule, seed int64) {
-	t.Logf("seed %d, %+v", seed, sc)
+func crashTest(t *testing.T, sink string, b cluster, sc schedule, seed int64) {
+	if b.restart == nil {
+		sc.brokerRestarts = 0
+	}
+	t.Logf("seed %d, %s broker, %+v", seed, b.Kind, sc)
 	rng := rand.New(rand.NewSource(seed))
 	dir := t.TempDir()
-	bin, kfakeBin := build(t, dir)
-	b := startKfake(t, kfakeBin, dir)
-	// Made here, not on first use: kfake keeps a topic it created on first
+	bin := build(t)
+	// Made here, not on first use: a real broker, like production ones,
+	// does not create them, and kfake keeps a topic it created on first
 	// use only in memory until it stops cleanly, so a SIGKILL loses it.
-	if err := createTopics(b.addr(), "in", "out"); err != nil {
-		t.Fatal(err)
-	}
+	in, out := b.Topic(t, "in", partitions), b.Topic(t, "out", partitions)
+	brokers := b.String()
 
 	logs := filepath.Join(dir, "logs")
 	if d := os.Getenv("CRASHJOB_LOGS"); d != "" { // keep the logs after the test
-		logs = filepath.Join(d, fmt.Sprintf("%s-%d", sink, seed))
+		logs = filepath.Join(d, fmt.Sprintf("%s-%s-%d", sink, b.Kind, seed))
 	}
 	if err := os.MkdirAll(logs, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	worker := writeWorkerScript(t, dir, bin)
 	args := []string{
-		"--runner=weir", "--job_name=crashjob-" + sink, "--brokers=" + b.addr(),
+		"--runner=weir", "--job_name=crashjob-" + sink, "--brokers=" + brokers, "--in_topic=" + in,
+		"--transactional_id=" + b.Name(t, "crashjob"),
 		"--weir_checkpoint_interval=200ms",
 		"--weir_checkpoint_dir=" + filepath.Join(dir, "checkpoints"),
 		"--environment_type=PROCESS", `--environment_config={"command":"` + worker + `"}`,
@@ -139,7 +201,7 @@ func crashTest(t *testing.T, sink string, sc schedule, seed int64) {
 	if sink == "file" {
 		args = append(args, "--out_dir="+outDir)
 	} else {
-		args = append(args, "--out_topic=out")
+		args = append(args, "--out_topic="+out)
 	}
 	j := &job{t: t, bin: bin, args: args, logs: logs}
 	defer j.kill()
@@ -150,7 +212,7 @@ func crashTest(t *testing.T, sink string, sc schedule, seed int64) {
 	defer cancel()
 	produced := make(chan error, 1)
 	var plog notes // the producer's retries, told once it is done
-	go func() { produced <- produce(ctx, b.addr(), t0, sc.perPart, rng.Int63(), plog.add) }()
+	go func() { produced <- produce(ctx, brokers, in, t0, sc.perPart, rng.Int63(), plog.add) }()
 
 	j.start()
 	faults := sc.plan(rng)
@@ -175,9 +237,9 @@ func crashTest(t *testing.T, sink string, sc schedule, seed int64) {
 		case restartBroker:
 			kill := rng.Intn(2) == 0
 			t.Logf("%s stopping the broker (SIGKILL %v)", time.Now().Format("15:04:05.000"), kill)
-			b.stop(kill)
+			b.restart.stop(kill)
 			j.sleep(time.Duration(300+rng.Intn(2500)) * time.Millisecond) // the outage
-			if err := b.start(); err != nil {
+			if err := b.restart.start(); err != nil {
 				t.Fatalf("restarting the broker: %v", err)
 			}
 			n.brokerRestarts++
@@ -196,7 +258,7 @@ func crashTest(t *testing.T, sink string, sc schedule, seed int64) {
 		if sink == "file" {
 			return readFiles(outDir)
 		}
-		return readTopic(b.addr(), "out")
+		return readTopic(brokers, out)
 	}
 	var got []string
 	deadline := time.Now().Add(3 * time.Minute)
@@ -221,9 +283,9 @@ func crashTest(t *testing.T, sink string, sc schedule, seed int64) {
 	// it saw of the worker kills: a kill that found a bundle in flight
 	// retries it.
 	lost, retried := countLines(logs, "was lost; starting a new one"), countLines(logs, "bundle lost with its worker")
-	t.Logf("%d runs: %d job kills, %d worker kills (%d found no worker), %d broker restarts, %d runs ended by themselves; "+
+	t.Logf("%s sink on %s: %d runs: %d job kills, %d worker kills (%d found no worker), %d broker restarts, %d runs ended by themselves; "+
 		"the job reported %d lost workers and %d bundles retried; %d output lines",
-		j.runs, n.jobKills, n.workerKills, n.workersMissed, n.brokerRestarts, j.exitedAlone, lost, retried, len(got))
+		sink, b.Kind, j.runs, n.jobKills, n.workerKills, n.workersMissed, n.brokerRestarts, j.exitedAlone, lost, retried, len(got))
 	if n.workerKills >= 5 && (lost == 0 || retried == 0) {
 		t.Errorf("%d worker kills, yet the job reported %d lost workers and %d bundles retried: the kills did not reach it",
 			n.workerKills, lost, retried)
@@ -302,15 +364,46 @@ exec ` + bin + ` --worker "$@"
 	return path
 }
 
-func build(t *testing.T, dir string) (job, kfake string) {
-	job, kfake = filepath.Join(dir, "crashjob"), filepath.Join(dir, "kfake")
-	for _, b := range [][]string{{"-o", job, "."}, {"-o", kfake, "../../internal/tools/kfake"}} {
-		cmd := exec.Command("go", append([]string{"build"}, b...)...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %v: %v\n%s", b, err, out)
-		}
+// built holds the binaries the tests build, each once per test process:
+// linking them takes longer than a crash test's subtest on a busy machine.
+var built struct {
+	sync.Mutex
+	dir  string
+	bins map[string]string // package to binary
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
 	}
-	return job, kfake
+	os.Exit(code)
+}
+
+func build(t testing.TB) (job string) { return goBuild(t, "crashjob", ".") }
+
+// goBuild builds pkg into a binary called name, or returns the one built
+// before.
+func goBuild(t testing.TB, name, pkg string) string {
+	built.Lock()
+	defer built.Unlock()
+	if bin, ok := built.bins[pkg]; ok {
+		return bin
+	}
+	if built.dir == "" {
+		dir, err := os.MkdirTemp("", "crashjob-bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		built.dir, built.bins = dir, map[string]string{}
+	}
+	bin := filepath.Join(built.dir, name)
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	built.bins[pkg] = bin
+	return bin
 }
 
 func keepLogs(t *testing.T, logs string) {

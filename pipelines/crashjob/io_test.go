@@ -44,17 +44,17 @@ func record(p, i int, t0 time.Time) (key string, n int, ts time.Time) {
 // second apart, so the faults fall while the job reads, then one marker
 // per partition an hour of event time later to close every window. Each
 // batch lands exactly once though the broker may die mid-request (put).
-func produce(ctx context.Context, brokers string, t0 time.Time, perPart int, seed int64, logf func(string, ...any)) error {
+func produce(ctx context.Context, brokers, topic string, t0 time.Time, perPart int, seed int64, logf func(string, ...any)) error {
 	rng := rand.New(rand.NewSource(seed))
 	for i := 0; i < perPart; i += batch {
 		for p := range partitions {
 			var recs []*kgo.Record
 			for j := i; j < min(i+batch, perPart); j++ {
 				k, n, ts := record(p, j, t0)
-				recs = append(recs, &kgo.Record{Topic: "in", Partition: int32(p), Timestamp: ts,
+				recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(p), Timestamp: ts,
 					Key: []byte(k), Value: fmt.Appendf(nil, "%s,%d", k, n)})
 			}
-			if err := put(ctx, brokers, int32(p), int64(i), recs, logf); err != nil {
+			if err := put(ctx, brokers, topic, int32(p), int64(i), recs, logf); err != nil {
 				return err
 			}
 		}
@@ -65,21 +65,21 @@ func produce(ctx context.Context, brokers string, t0 time.Time, perPart int, see
 		}
 	}
 	for p := range partitions {
-		mark := &kgo.Record{Topic: "in", Partition: int32(p), Timestamp: t0.Add(time.Hour), Value: []byte("end")}
-		if err := put(ctx, brokers, int32(p), int64(perPart), []*kgo.Record{mark}, logf); err != nil {
+		mark := &kgo.Record{Topic: topic, Partition: int32(p), Timestamp: t0.Add(time.Hour), Value: []byte("end")}
+		if err := put(ctx, brokers, topic, int32(p), int64(perPart), []*kgo.Record{mark}, logf); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// put appends recs to partition p of "in", which holds before records,
+// put appends recs to partition p of topic, which holds before records,
 // exactly once. A produce to a broker that dies may or may not have been
 // written, and a retried one may be written twice, so put produces
 // without retries and, after any error, reads the partition's end offset
 // to learn which: the input must hold every record once for the expected
 // sums to be right, whatever the broker went through.
-func put(ctx context.Context, brokers string, p int32, before int64, recs []*kgo.Record, logf func(string, ...any)) error {
+func put(ctx context.Context, brokers, topic string, p int32, before int64, recs []*kgo.Record, logf func(string, ...any)) error {
 	after := before + int64(len(recs))
 	var last error
 	giveUp := time.Now().Add(putTimeout)
@@ -89,7 +89,7 @@ func put(ctx context.Context, brokers string, p int32, before int64, recs []*kgo
 				logf("partition %d, records %d to %d: attempt %d: %v", p, before, after, attempt, last)
 			}
 			if time.Now().After(giveUp) {
-				return fmt.Errorf("partition %d of in: records %d to %d not written in %v: %w", p, before, after, putTimeout, last)
+				return fmt.Errorf("partition %d of %s: records %d to %d not written in %v: %w", p, topic, before, after, putTimeout, last)
 			}
 			select {
 			case <-ctx.Done():
@@ -97,7 +97,7 @@ func put(ctx context.Context, brokers string, p int32, before int64, recs []*kgo
 			case <-time.After(time.Second): // a request the broker holds lands or dies meanwhile
 			}
 		}
-		end, err := endOffset(ctx, brokers, "in", p)
+		end, err := endOffset(ctx, brokers, topic, p)
 		switch {
 		case err != nil:
 			last = fmt.Errorf("end offset: %w", err) // the broker is down; it comes back
@@ -105,7 +105,7 @@ func put(ctx context.Context, brokers string, p int32, before int64, recs []*kgo
 		case end == after:
 			return nil
 		case end != before:
-			return fmt.Errorf("partition %d of in holds %d records, want %d or %d: the broker lost or doubled input", p, end, before, after)
+			return fmt.Errorf("partition %d of %s holds %d records, want %d or %d: the broker lost or doubled input", p, topic, end, before, after)
 		}
 		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			kgo.DisableIdempotentWrite(), kgo.RecordRetries(1))
@@ -126,25 +126,6 @@ func put(ctx context.Context, brokers string, p int32, before int64, recs []*kgo
 // putTimeout bounds how long put tries one batch: longer than any outage
 // the test makes.
 const putTimeout = 2 * time.Minute
-
-// createTopics creates topics of the test's partitions.
-func createTopics(brokers string, topics ...string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resps, err := kadm.NewClient(cl).CreateTopics(ctx, partitions, 1, nil, topics...)
-	if err == nil {
-		err = resps.Error()
-	}
-	if err != nil {
-		return fmt.Errorf("creating topics %v: %w", topics, err)
-	}
-	return nil
-}
 
 // endOffset reads the end offset of a partition (0 if the topic does not
 // exist yet).

@@ -145,17 +145,6 @@ func children(pid int) []int {
 	return out
 }
 
-// broker is the Kafka cluster the job reads and writes, which the test
-// stops and starts again mid-job.
-type broker interface {
-	// addr is the bootstrap servers, the same across restarts.
-	addr() string
-	// stop ends the broker, with SIGKILL (a crash) or SIGTERM.
-	stop(kill bool)
-	// start starts it again on the same address and data.
-	start() error
-}
-
 // kfakeBroker is kfake as its own process, persisting to a folder so that
 // a restart keeps topics, offsets and transactions.
 type kfakeBroker struct {
@@ -165,6 +154,8 @@ type kfakeBroker struct {
 	cur            *proc
 }
 
+// startKfake runs kfake as its own process, so that killing the job
+// cannot take the broker with it.
 func startKfake(t *testing.T, bin, dir string) *kfakeBroker {
 	b := &kfakeBroker{bin: bin, data: filepath.Join(dir, "kfake-data"), log: filepath.Join(dir, "kfake.log")}
 	if err := b.start(); err != nil {
