@@ -124,8 +124,10 @@ func put(ctx context.Context, brokers, topic string, p int32, before int64, recs
 }
 
 // putTimeout bounds how long put tries one batch: longer than any outage
-// the test makes.
-const putTimeout = 2 * time.Minute
+// the test makes. A real broker's restart is a JVM start, which kafka.sh
+// waits up to three minutes for on a busy machine, after a clean stop of
+// up to 30 s.
+const putTimeout = 5 * time.Minute
 
 // endOffset reads the end offset of a partition (0 if the topic does not
 // exist yet).
