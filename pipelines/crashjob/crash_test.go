@@ -64,14 +64,33 @@ var (
 )
 
 // The Kafka sink's test runs on kfake and on a real broker; the file
-// sink's on kfake.
+// sink's on kfake (the PostgreSQL sink's: crash_pg_test.go).
 func TestCrashExactlyOnceKafka(t *testing.T) {
-	t.Run(kafkatest.KindFake, func(t *testing.T) { crashTests(t, "kafka", kfakeCluster) })
-	t.Run(kafkatest.KindReal, func(t *testing.T) { crashTests(t, "kafka", realCluster) })
+	t.Run(kafkatest.KindFake, func(t *testing.T) { crashTests(t, kafkaSink, kfakeCluster) })
+	t.Run(kafkatest.KindReal, func(t *testing.T) { crashTests(t, kafkaSink, realCluster) })
 }
-func TestCrashExactlyOnceFiles(t *testing.T) { crashTests(t, "file", kfakeCluster) }
+func TestCrashExactlyOnceFiles(t *testing.T) { crashTests(t, fileSink, kfakeCluster) }
 
-func crashTests(t *testing.T, sink string, broker func(*testing.T, bool) cluster) {
+// sink is where a crash test's job writes.
+type sink struct {
+	name string
+	// open readies the sink of one crash test, whose folder is dir and
+	// whose output topic (made for every sink) is out: it returns the
+	// job's flags for it and a reader of what the job committed there.
+	open func(t *testing.T, dir, brokers, out string) (args []string, read func() ([]string, error))
+}
+
+var (
+	kafkaSink = sink{"kafka", func(_ *testing.T, _, brokers, out string) ([]string, func() ([]string, error)) {
+		return []string{"--out_topic=" + out}, func() ([]string, error) { return readTopic(brokers, out) }
+	}}
+	fileSink = sink{"file", func(_ *testing.T, dir, _, _ string) ([]string, func() ([]string, error)) {
+		out := filepath.Join(dir, "out")
+		return []string{"--out_dir=" + out}, func() ([]string, error) { return readFiles(out) }
+	}}
+)
+
+func crashTests(t *testing.T, sink sink, broker func(*testing.T, bool) cluster) {
 	if testing.Short() {
 		t.Skip("builds and kills a job many times")
 	}
@@ -167,7 +186,7 @@ type tally struct {
 	jobKills, workerKills, workersMissed, brokerRestarts int
 }
 
-func crashTest(t *testing.T, sink string, b cluster, sc schedule, seed int64) {
+func crashTest(t *testing.T, sink sink, b cluster, sc schedule, seed int64) {
 	if b.restart == nil {
 		sc.brokerRestarts = 0
 	}
@@ -183,26 +202,22 @@ func crashTest(t *testing.T, sink string, b cluster, sc schedule, seed int64) {
 
 	logs := filepath.Join(dir, "logs")
 	if d := os.Getenv("CRASHJOB_LOGS"); d != "" { // keep the logs after the test
-		logs = filepath.Join(d, fmt.Sprintf("%s-%s-%d", sink, b.Kind, seed))
+		logs = filepath.Join(d, fmt.Sprintf("%s-%s-%d", sink.name, b.Kind, seed))
 	}
 	if err := os.MkdirAll(logs, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	worker := writeWorkerScript(t, dir, bin)
 	args := []string{
-		"--runner=weir", "--job_name=crashjob-" + sink, "--brokers=" + brokers, "--in_topic=" + in,
+		"--runner=weir", "--job_name=crashjob-" + sink.name, "--brokers=" + brokers, "--in_topic=" + in,
 		"--transactional_id=" + b.Name(t, "crashjob"),
 		"--weir_checkpoint_interval=200ms",
 		"--weir_checkpoint_dir=" + filepath.Join(dir, "checkpoints"),
 		"--environment_type=PROCESS", `--environment_config={"command":"` + worker + `"}`,
 		"--worker_binary=" + bin,
 	}
-	outDir := filepath.Join(dir, "out")
-	if sink == "file" {
-		args = append(args, "--out_dir="+outDir)
-	} else {
-		args = append(args, "--out_topic="+out)
-	}
+	sinkArgs, read := sink.open(t, dir, brokers, out)
+	args = append(args, sinkArgs...)
 	j := &job{t: t, bin: bin, args: args, logs: logs}
 	defer j.kill()
 
@@ -254,12 +269,6 @@ func crashTest(t *testing.T, sink string, b cluster, sc schedule, seed int64) {
 	}
 	j.ensure()
 
-	read := func() ([]string, error) {
-		if sink == "file" {
-			return readFiles(outDir)
-		}
-		return readTopic(brokers, out)
-	}
 	var got []string
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
@@ -285,7 +294,7 @@ func crashTest(t *testing.T, sink string, b cluster, sc schedule, seed int64) {
 	lost, retried := countLines(logs, "was lost; starting a new one"), countLines(logs, "bundle lost with its worker")
 	t.Logf("%s sink on %s: %d runs: %d job kills, %d worker kills (%d found no worker), %d broker restarts, %d runs ended by themselves; "+
 		"the job reported %d lost workers and %d bundles retried; %d output lines",
-		sink, b.Kind, j.runs, n.jobKills, n.workerKills, n.workersMissed, n.brokerRestarts, j.exitedAlone, lost, retried, len(got))
+		sink.name, b.Kind, j.runs, n.jobKills, n.workerKills, n.workersMissed, n.brokerRestarts, j.exitedAlone, lost, retried, len(got))
 	if n.workerKills >= 5 && (lost == 0 || retried == 0) {
 		t.Errorf("%d worker kills, yet the job reported %d lost workers and %d bundles retried: the kills did not reach it",
 			n.workerKills, lost, retried)
