@@ -145,6 +145,8 @@ func Open(opts Options) (*Store, error) {
 				}
 			},
 		},
+		// Pebble's default logger ends the process on Fatalf (logger.go).
+		Logger:                      pebbleLogger{s},
 		FS:                          opts.FS,
 		Cache:                       cache,
 		MemTableSize:                opts.MemTableSize,
