@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -37,7 +38,9 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 			break
 		}
 	}
-	pebble.DefaultLogger.Errorf("state: the store in %s failed: %s", l.s.dir, err.msg)
+	// Pebble retries a failed flush, so this may be logged more than
+	// once; the job's error holds the first.
+	slog.Error("state: the store failed", "dir", l.s.dir, "err", err.msg)
 	l.s.fail(err)
 }
 
