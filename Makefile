@@ -68,9 +68,9 @@ conformance:
 # restarted while input is produced, three rounds per sink and broker
 # (Kafka and files on kfake and Kafka on a real broker of the test's own,
 # which kafka.sh starts; PostgreSQL on kfake), output checked exactly;
-# about an hour and a half. make test runs the short schedule. Results in
-# docs/reliability.md (Faults). CRASHFLAGS passes more, e.g.
-# CRASHFLAGS='-crash.seed=42 -crash.rounds=1'.
+# about 20 minutes a round, an hour in all. make test runs the short
+# schedule. Results in docs/reliability.md (Faults). CRASHFLAGS passes
+# more, e.g. CRASHFLAGS='-crash.seed=42 -crash.rounds=1'.
 CRASHFLAGS ?=
 .PHONY: crash
 crash:
