@@ -17,5 +17,12 @@
 // folder, records every file's size and SHA-256 in a MANIFEST, syncs, and
 // renames the folder to chk-N, so only complete checkpoints are ever
 // visible; Latest verifies the newest and falls back, reporting each
-// corrupt checkpoint it passed over.
+// corrupt checkpoint it passed over. Folders it makes are synced into
+// their parents, so a machine crash keeps what it published.
+//
+// A root belongs to one running job: LockRoot takes its lock file before
+// anything opens it (OpenStorage removes unfinished checkpoints, which
+// would be another job's in flight) and records the holder, so a second
+// job, in this process or another, is refused naming the first. The
+// operating system frees the lock when its holder dies.
 package checkpoint

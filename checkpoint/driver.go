@@ -47,7 +47,7 @@ type Driver struct {
 	mu    sync.Mutex // guards cfg.Coordinator
 	ready chan ID
 	errc  chan error    // a failure from Ack or Decline that fails the job
-	wake  chan struct{} // a savepoint was requested: Next moved earlier
+	wake  chan struct{} // Next moved earlier: a savepoint was requested, or the pending checkpoint ended
 	// waiters are the savepoint requests not yet answered (under mu).
 	waiters []savepointWaiter
 	ended   bool // Run returned; no savepoint will be taken (under mu)
@@ -87,11 +87,19 @@ func (d *Driver) RequestSavepoint() <-chan Stats {
 	now := d.cfg.Clock.Now()
 	d.cfg.Coordinator.RequestSavepoint(now)
 	d.waiters = append(d.waiters, savepointWaiter{at: now, ch: ch})
+	d.poke()
+	return ch
+}
+
+// poke makes Run compute again when to tick. Run waits for the pending
+// checkpoint's timeout; a checkpoint that fails early (declined,
+// abandoned) or ends with its last subtask must let the next trigger at
+// its interval, not at that timeout.
+func (d *Driver) poke() {
 	select {
 	case d.wake <- struct{}{}:
 	default:
 	}
-	return ch
 }
 
 // answer gives st, a savepoint that ended, to the requests it answers.
@@ -246,6 +254,7 @@ func (d *Driver) Finished(t Task) {
 		ready = c.Finished(d.cfg.Clock.Now(), t)
 		if _, still := c.Pending(); pending && !still {
 			d.finished(p.ID)
+			d.poke()
 		}
 	})
 	if ready {
@@ -264,6 +273,7 @@ func (d *Driver) Abandon(id ID, reason error) {
 		if p, ok := d.cfg.Coordinator.Pending(); ok && p.ID == id {
 			err = d.cfg.Coordinator.Fail(d.cfg.Clock.Now(), id, reason)
 			d.finished(id)
+			d.poke()
 		}
 	})
 	if err != nil {
@@ -278,6 +288,7 @@ func (d *Driver) Decline(t Task, id ID, reason error) {
 		if p, ok := d.cfg.Coordinator.Pending(); ok && p.ID == id {
 			err = d.cfg.Coordinator.Fail(d.cfg.Clock.Now(), id, fmt.Errorf("%v declined: %w", t, reason))
 			d.finished(id)
+			d.poke()
 		}
 	})
 	if err != nil {

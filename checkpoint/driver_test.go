@@ -164,3 +164,35 @@ func TestDriverDecline(t *testing.T) {
 	default:
 	}
 }
+
+// TestDriverTriggersOnScheduleAfterAFailure: a checkpoint declined (a full
+// disk) or abandoned before its timeout lets the next one trigger at the
+// interval. The driver used to wait for the failed one's timeout (ten
+// minutes by default), so a job that tolerates failures went that long
+// without checkpoints after each one.
+func TestDriverTriggersOnScheduleAfterAFailure(t *testing.T) {
+	r := startDriver(t, Options{Interval: 10 * time.Second, TolerableFailures: 5}, func(Stats) error { return nil })
+	fail := []func(ID){
+		func(id ID) { r.d.Decline(twoTasks[0], id, errors.New("no space left on device")) },
+		func(id ID) { r.d.Abandon(id, errors.New("no space left on device")) },
+	}
+	for i, f := range fail {
+		want := ID(i + 1)
+		r.clock.Advance(10 * time.Second)
+		if id := <-r.triggers; id != want {
+			t.Fatalf("triggered %d, want %d", id, want)
+		}
+		r.clock.waitIdle() // waiting for the timeout
+		r.clock.Advance(time.Second)
+		f(want)
+		if st := <-r.finished; st.Status != Failed || st.ID != want {
+			t.Fatalf("finished %+v, want %d failed", st, want)
+		}
+		r.clock.waitIdle()            // waiting again, for the next trigger (a hang here is the bug)
+		r.clock.Advance(-time.Second) // back onto the 10s grid
+	}
+	r.clock.Advance(10 * time.Second)
+	if id := <-r.triggers; id != 3 {
+		t.Fatalf("triggered %d, want 3", id)
+	}
+}

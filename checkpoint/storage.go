@@ -73,7 +73,7 @@ func OpenStorage(o StorageOptions) (*Storage, error) {
 		o.Keep = 3
 	}
 	s := &Storage{fs: o.FS, dir: o.Dir, keep: o.Keep, job: o.Job, graph: o.Graph, origin: o.Origin}
-	if err := s.fs.MkdirAll(s.dir, 0o755); err != nil {
+	if err := mkdirAllSynced(s.fs, s.dir); err != nil {
 		return nil, fmt.Errorf("checkpoint: create %s: %w", s.dir, err)
 	}
 	names, err := s.fs.List(s.dir)
@@ -391,6 +391,31 @@ func writeSynced(fs vfs.FS, path string, data []byte) error {
 	}
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// mkdirAllSynced creates dir and the parents it lacks, and syncs the
+// parent of each folder it made: a folder whose entry was never synced may
+// vanish in a machine crash, and the checkpoints in it with it.
+func mkdirAllSynced(fs vfs.FS, dir string) error {
+	var made []string
+	for d := dir; ; d = fs.PathDir(d) {
+		if _, err := fs.Stat(d); err == nil {
+			break
+		}
+		made = append(made, d)
+		if fs.PathDir(d) == d {
+			break
+		}
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, d := range made {
+		if err := syncDir(fs, fs.PathDir(d)); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"os"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -232,19 +234,38 @@ func TestLeftoverTmpIsIgnoredAndRemoved(t *testing.T) {
 	}
 }
 
-// TestFullDiskFailsOnlyTheCheckpoint fills the disk at each write of a
-// checkpoint in turn: that checkpoint fails with the disk's error, nothing
-// of it is visible, and the previous stays the latest.
+// takesSpace reports whether an operation needs free space: on a full disk
+// it fails with ENOSPC, while reads and removals work.
+func takesSpace(k errorfs.OpKind) bool {
+	switch k {
+	case errorfs.OpCreate, errorfs.OpLink, errorfs.OpRename, errorfs.OpReuseForWrite, errorfs.OpMkdirAll,
+		errorfs.OpFileClose, errorfs.OpFileWrite, errorfs.OpFileWriteAt, errorfs.OpFileSync, errorfs.OpFileSyncData,
+		errorfs.OpFileSyncTo, errorfs.OpFileFlush, errorfs.OpFilePreallocate:
+		return true
+	}
+	return false
+}
+
+// TestFullDiskFailsOnlyTheCheckpoint fills the disk at each operation of
+// a checkpoint that takes space in turn (making its folder, creating,
+// writing, syncing and closing its files, the manifest, the rename that
+// publishes it, the syncs of the folders): either that checkpoint fails
+// with the disk's error and nothing of it is visible, the previous staying
+// the latest, or (a failed sync of the root after the rename, which the
+// checkpoint survives) it is complete and verifies. Never is a checkpoint
+// taken for complete that is not, now or after the storage is reopened.
 func TestFullDiskFailsOnlyTheCheckpoint(t *testing.T) {
-	for failAt := int32(1); ; failAt++ {
+	var ops int32 // of one checkpoint, counted by a run that fails none
+	failed := 0
+	for failAt := int32(0); failAt == 0 || failAt <= ops; failAt++ {
 		fs := vfs.NewMem()
-		var writes, armed atomic.Int32
+		var n, armed atomic.Int32
 		inj := errorfs.InjectorFunc(func(op errorfs.Op) error {
-			if armed.Load() == 0 || (op.Kind != errorfs.OpFileWrite && op.Kind != errorfs.OpFileSync) {
+			if armed.Load() == 0 || !takesSpace(op.Kind) {
 				return nil
 			}
-			if writes.Add(1) == failAt {
-				return syscall.ENOSPC
+			if n.Add(1) == failAt {
+				return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
 			}
 			return nil
 		})
@@ -254,22 +275,100 @@ func TestFullDiskFailsOnlyTheCheckpoint(t *testing.T) {
 		}
 		armed.Store(1)
 		err := writeCheckpoint(s, 2)
-		if err == nil {
-			if failAt < 3 {
-				t.Fatalf("checkpoint 2 succeeded though write %d failed", failAt)
+		armed.Store(0)
+		if failAt == 0 {
+			if err != nil {
+				t.Fatal(err)
 			}
-			t.Logf("failed each of %d writes in turn", failAt-1)
-			return // every write of the checkpoint has been failed in turn
+			ops = n.Load()
+			continue
 		}
-		if !errors.Is(err, syscall.ENOSPC) {
-			t.Fatalf("write %d: error %v, want ENOSPC", failAt, err)
+		if err != nil {
+			failed++
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("op %d: error %v, want ENOSPC", failAt, err)
+			}
+			if names, _ := fs.List("/job/checkpoints"); fmt.Sprint(names) != "[chk-1]" {
+				t.Fatalf("op %d failed: root holds %v, want only chk-1", failAt, names)
+			}
 		}
-		c, corrupt, lerr := s.Latest()
-		if lerr != nil || len(corrupt) != 0 || c.Manifest.Checkpoint != 1 {
-			t.Fatalf("write %d failed: Latest = %v, %v, %v; want 1", failAt, c, corrupt, lerr)
-		}
-		if names, _ := fs.List("/job/checkpoints"); fmt.Sprint(names) != "[chk-1]" {
-			t.Fatalf("write %d failed: root holds %v, want only chk-1", failAt, names)
+		for _, reopened := range []bool{false, true} {
+			if reopened {
+				s = openMem(t, fs, 3)
+			}
+			c, corrupt, lerr := s.Latest()
+			if lerr != nil || len(corrupt) != 0 {
+				t.Fatalf("op %d of %d failed (reopened %v): Latest = %v, %v, %v", failAt, ops, reopened, c, corrupt, lerr)
+			}
+			switch {
+			case err == nil && c.Manifest.Checkpoint != 2:
+				t.Fatalf("op %d of %d failed, checkpoint 2 succeeded, yet Latest is %d", failAt, ops, c.Manifest.Checkpoint)
+			case err != nil && c.Manifest.Checkpoint != 1:
+				t.Fatalf("op %d of %d failed (%v), yet Latest is %d", failAt, ops, err, c.Manifest.Checkpoint)
+			}
 		}
 	}
+	t.Logf("failed each of the %d operations that take space in turn: %d failed the checkpoint", ops, failed)
+	if failed < 10 {
+		t.Errorf("only %d of %d failures failed the checkpoint", failed, ops)
+	}
+}
+
+// TestCrashAtEveryStepOfACheckpoint takes, before every file system
+// operation from opening a new root through writing checkpoints 1 and 2,
+// the state a machine crash would leave at that instant (Pebble's
+// crashable MemFS: what was synced, and none, half or all of what was
+// not). Reopened there, the storage never reports a corrupt checkpoint,
+// and its latest is one whose publishing rename had begun, or none before
+// checkpoint 1's.
+func TestCrashAtEveryStepOfACheckpoint(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	rng := rand.New(rand.NewPCG(1, 2))
+	type crash struct {
+		fs        *vfs.MemFS
+		published ID // the newest checkpoint whose rename had been called
+		unsynced  int
+		operation int
+	}
+	var crashes []crash
+	var published atomic.Uint64
+	inj := errorfs.InjectorFunc(func(op errorfs.Op) error {
+		for _, pct := range []int{0, 50, 100} {
+			crashes = append(crashes, crash{fs: mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: pct, RNG: rng}),
+				published: ID(published.Load()), unsynced: pct, operation: len(crashes) / 3})
+		}
+		if op.Kind == errorfs.OpRename {
+			if id, ok := parseDir(op.Path[strings.LastIndexByte(op.Path, '/')+1:], ".tmp"); ok {
+				published.Store(uint64(id)) // the rename may land from now on
+			}
+		}
+		return nil
+	})
+	s := openMem(t, errorfs.Wrap(mem, inj), 3)
+	for id := ID(1); id <= 2; id++ {
+		if err := writeCheckpoint(s, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if published.Load() != 2 {
+		t.Fatalf("renames of checkpoints seen up to %d, want 2", published.Load())
+	}
+	for _, c := range crashes {
+		at := fmt.Sprintf("crash before op %d (%d%% of unsynced data kept, %d published)", c.operation, c.unsynced, c.published)
+		s, err := OpenStorage(StorageOptions{Dir: "/job/checkpoints", FS: c.fs})
+		if err != nil {
+			t.Fatalf("%s: reopen: %v", at, err)
+		}
+		got, corrupt, err := s.Latest()
+		switch {
+		case len(corrupt) != 0:
+			t.Fatalf("%s: corrupt checkpoints %v", at, corrupt)
+		case errors.Is(err, ErrNoCheckpoint) && c.published <= 1:
+		case err != nil:
+			t.Fatalf("%s: Latest: %v", at, err)
+		case got.Manifest.Checkpoint > c.published || got.Manifest.Checkpoint < c.published-1:
+			t.Fatalf("%s: Latest is checkpoint %d", at, got.Manifest.Checkpoint)
+		}
+	}
+	t.Logf("%d crash points, each with 0, 50 and 100%% of the unsynced data", len(crashes)/3)
 }

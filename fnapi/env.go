@@ -124,6 +124,17 @@ func (s *Server) StartWorker(ctx context.Context, envID string, env *pipepb.Envi
 			w.lose(fmt.Errorf("%w: %s: process exited: %v", ErrWorkerLost, id, err))
 			close(exited)
 		}()
+		go func() {
+			select {
+			case <-w.done:
+				// Lost (a stream ended, it never connected) or stopped: the
+				// runner has given its bundles to another worker, and this
+				// one must not run on beside it, holding memory and perhaps
+				// doing a lost bundle's side effects a second time.
+				_ = cmd.Process.Kill()
+			case <-exited:
+			}
+		}()
 		stop = func() {
 			w.stop()
 			_ = cmd.Process.Kill()

@@ -2,9 +2,11 @@ package fnapi_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,5 +43,45 @@ func TestWorkerThatNeverConnects(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "PROCESS environment py") || !strings.Contains(err.Error(), script) {
 		t.Errorf("error %q does not name the environment and its command", err)
+	}
+}
+
+// TestLostProcessWorkerIsKilled: a PROCESS worker the runner loses while
+// its process runs on (here it never connects; a broken data stream is
+// another way) is killed, not left beside its replacement until the job
+// ends.
+func TestLostProcessWorkerIsKilled(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	script := filepath.Join(dir, "silent-worker")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho $$ > "+pidFile+"\nexec sleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := fnapi.NewServer(fnapi.Options{JobID: "job", ConnectTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	payload, _ := proto.Marshal(&pipepb.ProcessPayload{Command: script})
+	w, stop, err := srv.StartWorker(ctx(t), "py", &pipepb.Environment{Urn: fnapi.URNEnvProcess, Payload: payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	// The script has a second to write its pid before it counts as never
+	// connected.
+	<-w.Done()
+	var pid int
+	for {
+		b, err := os.ReadFile(pidFile)
+		if _, serr := fmt.Sscan(string(b), &pid); err == nil && serr == nil {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Gone once killed and reaped; a hang here is the bug (go test's
+	// timeout ends it).
+	for syscall.Kill(pid, 0) == nil {
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -27,6 +27,7 @@ import (
 // checkpointConfig is what a job's options ask of checkpoints.
 type checkpointConfig struct {
 	coord checkpoint.Options
+	fs    vfs.FS // of the root; vfs.Default but in tests
 	dir   string
 	keep  int
 	// restore says whether the job resumes from the root's newest
@@ -65,7 +66,7 @@ func checkpointOptions(j *Job, stateDir string) (*checkpointConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("option --%s: %w", CheckpointModeOption, err)
 	}
-	c := &checkpointConfig{savepoint: sp, keep: opts.CheckpointKeep, dir: opts.CheckpointDir, restore: opts.Restore,
+	c := &checkpointConfig{savepoint: sp, keep: opts.CheckpointKeep, fs: vfs.Default, dir: opts.CheckpointDir, restore: opts.Restore,
 		coord: checkpoint.Options{Interval: opts.CheckpointInterval, Timeout: opts.CheckpointTimeout,
 			AlignedTimeout: opts.CheckpointAlignedTimeout, TolerableFailures: opts.CheckpointTolerableFailures, Mode: mode}}
 	if c.dir == "" {
@@ -148,7 +149,7 @@ type snapKey struct {
 // many failed checkpoints). Call close when the graph has returned.
 func startCheckpoints(j *Job, cfg *checkpointConfig, g *executor.Graph, store *state.Store,
 	namespaces func(node, sub int) []string, fail func(error)) (*jobCheckpoints, error) {
-	storage, err := checkpoint.OpenStorage(checkpoint.StorageOptions{Dir: cfg.dir, Keep: cfg.keep, Job: j.Name,
+	storage, err := checkpoint.OpenStorage(checkpoint.StorageOptions{FS: cfg.fs, Dir: cfg.dir, Keep: cfg.keep, Job: j.Name,
 		Graph: cfg.graph, Origin: cfg.origin()})
 	if err != nil {
 		return nil, err

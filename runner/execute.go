@@ -13,6 +13,7 @@ import (
 	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/weir-runner/weir/checkpoint"
 	"github.com/weir-runner/weir/connector"
@@ -47,6 +48,15 @@ type LocalExecutor struct {
 	// NoMetrics turns off the subtasks' counts and the job's sampling
 	// (observe.go): the job's view then has its state and messages only.
 	NoMetrics bool
+	// Store configures each job's state store. Its folder is made per job
+	// under the system's temporary folder (Dir is ignored); FS defaults to
+	// the operating system's, and tests inject faults through it (a full
+	// disk during a shuffle).
+	Store state.Options
+	// CheckpointFS is the file system of the jobs' checkpoint folders;
+	// default the operating system's. Tests inject faults through it (a
+	// full disk during a checkpoint).
+	CheckpointFS vfs.FS
 	// FnAPIHost is the interface each job's Fn API server (the SDK
 	// workers' control, data, state and logging) listens on; empty means
 	// fnapi's default, loopback. The Fn API has no TLS nor token: Beam's
@@ -70,6 +80,9 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 	ckCfg, err := checkpointOptions(j, stateDir)
 	if err != nil {
 		return err
+	}
+	if ckCfg != nil && e.CheckpointFS != nil {
+		ckCfg.fs = e.CheckpointFS
 	}
 	opts, err := translateOptions(j, translate.Options{NoLift: e.NoLift, FixedPrecombine: e.FixedPrecombine,
 		NoUnlift: e.NoUnlift, Connectors: e.Connectors})
@@ -109,7 +122,7 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		return err
 	}
 	defer fn.Stop()
-	store, closeStore, err := openJobStore(j)
+	store, closeStore, err := openJobStore(j, e.Store)
 	if err != nil {
 		return err
 	}
@@ -153,12 +166,16 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 	var barriers chan executor.BarrierID
 	var ck *jobCheckpoints
 	if ckCfg != nil {
-		release, err := claimRoot(ckCfg.dir, j.ID)
+		release, err := claimRoot(ckCfg.fs, ckCfg.dir, j.Name, j.ID)
 		if err != nil {
 			return err
 		}
 		// Deferred first, so it runs after the checkpoints are closed.
-		defer release()
+		defer func() {
+			if err := release(); err != nil {
+				j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "%v", err)
+			}
+		}()
 		// Before any subtask runs: the store is fresh and nothing read it.
 		ckCfg.graph = graphShape(plan, g)
 		rp, err := restoreJob(ctx, j, ckCfg, store)
@@ -230,14 +247,15 @@ func truncate(s string, n int) string {
 	return s[:n] + fmt.Sprintf("… (%d bytes cut)", len(s)-n)
 }
 
-// openJobStore opens the job's state store in a folder of its own, removed
-// with the store when the job ends.
-func openJobStore(j *Job) (*state.Store, func(), error) {
+// openJobStore opens the job's state store with opts in a folder of its
+// own, removed with the store when the job ends.
+func openJobStore(j *Job, opts state.Options) (*state.Store, func(), error) {
 	dir, err := os.MkdirTemp("", "weir-state-*")
 	if err != nil {
 		return nil, nil, fmt.Errorf("state folder: %w", err)
 	}
-	store, err := state.Open(state.Options{Dir: dir})
+	opts.Dir = dir
+	store, err := state.Open(opts)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, err

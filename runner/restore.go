@@ -79,7 +79,7 @@ func restoreJob(ctx context.Context, j *Job, cfg *checkpointConfig, store *state
 // started from the same savepoint (a crash after the start); older ones
 // are of the pipeline before the savepoint.
 func restoreOwn(ctx context.Context, j *Job, cfg *checkpointConfig, store *state.Store) (*restorePoint, error) {
-	storage, err := checkpoint.OpenStorage(checkpoint.StorageOptions{Dir: cfg.dir, Job: j.Name})
+	storage, err := checkpoint.OpenStorage(checkpoint.StorageOptions{FS: cfg.fs, Dir: cfg.dir, Job: j.Name})
 	if err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/teststream"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/weir-runner/weir/checkpoint"
@@ -578,23 +579,28 @@ func TestReadRestorePoint(t *testing.T) {
 // TestClaimRoot: two jobs of this process never share a checkpoint root.
 func TestClaimRoot(t *testing.T) {
 	dir := t.TempDir()
-	release, err := claimRoot(dir, "clicks-1")
+	fs := vfs.Default
+	release, err := claimRoot(fs, dir, "clicks", "clicks-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := claimRoot(dir+"/.", "clicks-2"); err == nil || !strings.Contains(err.Error(), "in use by job clicks-1") {
+	if _, err := claimRoot(fs, dir+"/.", "clicks", "clicks-2"); err == nil || !strings.Contains(err.Error(), "in use by job clicks-1") {
 		t.Fatalf("a second claim: %v, want it refused naming the first job", err)
 	}
-	release()
-	release2, err := claimRoot(dir, "clicks-2")
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	release2, err := claimRoot(fs, dir, "clicks", "clicks-2")
 	if err != nil {
 		t.Fatalf("after release: %v", err)
 	}
-	release() // a stale release leaves the new claim alone
-	if _, err := claimRoot(dir, "clicks-3"); err == nil {
+	_ = release() // a stale release leaves the new claim alone
+	if _, err := claimRoot(fs, dir, "clicks", "clicks-3"); err == nil {
 		t.Error("a stale release freed the root of another job")
 	}
-	release2()
+	if err := release2(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestRestoreDecisions drives restoreJob over roots built by hand: what it

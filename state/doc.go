@@ -21,4 +21,11 @@
 // (KindTriggerIndex) orders them by the window's last instant, so the
 // windows a watermark reaches, or expires, are one range scan. Like user
 // state, these put the kind right after the namespace.
+//
+// A store whose disk fails (a flush or a MANIFEST edit that cannot be
+// written, a full disk) is failed for good: Pebble's background error,
+// and its logger's Fatalf, whose default would exit the process
+// (logger.go), are recorded, and every later write returns that error
+// naming the store's folder, so the job fails; restarted, it restores its
+// last checkpoint into a store of its own.
 package state

@@ -181,7 +181,7 @@ func TestFailingDiskFailsWrites(t *testing.T) {
 		t.Fatal("100 MB buffered on a disk that fails every write, and no error")
 	}
 	// Pebble reports the disk's error as text, so match the text.
-	if !strings.Contains(err.Error(), errorfs.ErrInjected.Error()) || !strings.Contains(err.Error(), "store failed") {
+	if !strings.Contains(err.Error(), errorfs.ErrInjected.Error()) || !strings.Contains(err.Error(), "store in db failed") {
 		t.Fatalf("error %q does not say the store failed with the disk's error", err)
 	}
 }

@@ -84,7 +84,8 @@ func (s *Store) Err() error {
 }
 
 func (s *Store) fail(err error) {
-	err = fmt.Errorf("state: the store failed in the background: %w", err)
+	// The folder says which disk: Pebble's error may name only a file.
+	err = fmt.Errorf("state: the store in %s failed in the background: %w", s.dir, err)
 	s.failed.CompareAndSwap(nil, &err)
 	s.failedOnce.Do(func() { close(s.failedCh) })
 }
@@ -144,6 +145,8 @@ func Open(opts Options) (*Store, error) {
 				}
 			},
 		},
+		// Pebble's default logger ends the process on Fatalf (logger.go).
+		Logger:                      pebbleLogger{s},
 		FS:                          opts.FS,
 		Cache:                       cache,
 		MemTableSize:                opts.MemTableSize,

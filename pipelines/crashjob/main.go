@@ -6,9 +6,11 @@
 // --pg_table) as rows (key, window_start, sum).
 //
 // The test kills it with SIGKILL at random moments and starts it again
-// with the same job name and checkpoint folder; the job must resume from
-// its last completed checkpoint so that the output holds every window's
-// sum exactly once.
+// with the same job name and checkpoint folder, kills its SDK workers
+// (this binary again, run by a PROCESS environment with --worker) and
+// restarts the broker under it; the job must resume from its last
+// completed checkpoint, and run a lost worker's bundles again, so that the
+// output holds every window's sum exactly once.
 package main
 
 import (
@@ -91,6 +93,8 @@ func init() {
 
 func main() {
 	flag.Parse()
+	// First: in a PROCESS environment this binary is the SDK worker too
+	// (--worker), and Init runs the worker and never returns.
 	beam.Init()
 	outs := 0
 	for _, o := range []string{*outTopic, *outDir, *pg} {
