@@ -325,7 +325,9 @@ func (w *watch) batch() int {
 }
 
 // fullPath is the path of a file below the folder as elements carry it.
-func (w *watch) fullPath(rel string) string { return filepath.Join(w.Config.Dir, filepath.FromSlash(rel)) }
+func (w *watch) fullPath(rel string) string {
+	return filepath.Join(w.Config.Dir, filepath.FromSlash(rel))
+}
 
 func (w *watch) warnf(format string, args ...any) {
 	if w.Warnf != nil {

@@ -49,7 +49,7 @@ func (s *sink) Watermark(_ context.Context, _ int, wm mtime.Time) error {
 }
 
 func (s *sink) Barrier(context.Context, executor.BarrierID) error { return nil }
-func (s *sink) Finish(context.Context) error                     { return nil }
+func (s *sink) Finish(context.Context) error                      { return nil }
 
 // waitElems waits until the sink holds n elements.
 func (s *sink) waitElems(n int) {
