@@ -54,7 +54,7 @@ fuzz:
 # postgres.sh starts, and its table in docs/connectors.md, which it
 # rewrites; the run's exit status is the suites'. make test runs the same
 # tests, without the table.
-CONFORMANCE_PKGS := ./kafka ./filesink ./teststream ./pgsink
+CONFORMANCE_PKGS := ./kafka ./filesink ./filesource ./teststream ./pgsink
 .PHONY: conformance
 conformance:
 	rm -rf $(BIN)/conformance && mkdir -p $(BIN)/conformance

@@ -5,6 +5,7 @@ package all
 import (
 	"github.com/weir-runner/weir/connector"
 	"github.com/weir-runner/weir/filesink"
+	"github.com/weir-runner/weir/filesource"
 	"github.com/weir-runner/weir/kafka"
 	"github.com/weir-runner/weir/pgsink"
 	"github.com/weir-runner/weir/teststream"
@@ -16,6 +17,7 @@ var registry = connector.MustRegistry(
 	kafka.ReadConnector{},
 	kafka.WriteConnector{},
 	filesink.Connector{},
+	filesource.Connector{},
 	pgsink.Connector{},
 	teststream.Connector{},
 )
