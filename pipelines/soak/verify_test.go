@@ -1,0 +1,86 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestCheck: exact output passes, in any order of panes; a lost pane, a
+// lost last pane, a doubled pane, a wrong sum, a missing window and a
+// window never produced are each found and counted as what they are.
+func TestCheck(t *testing.T) {
+	a, b := windowKey{"k001", 10_000}, windowKey{"k002", 10_000}
+	want := map[windowKey]agg{a: {3, 60}, b: {1, 7}}
+	exact := func() map[windowKey][]pane {
+		return map[windowKey][]pane{
+			a: {{1, 10, 1}, {3, 60, 3}, {2, 30, 2}}, // early, late, on time: read out of order
+			b: {{1, 7, 1}},
+		}
+	}
+	for _, tc := range []struct {
+		name                          string
+		mutate                        func(map[windowKey][]pane)
+		lost, doubled, wrong, unknown int
+	}{
+		{"exact", func(map[windowKey][]pane) {}, 0, 0, 0, 0},
+		{"a pane lost", func(g map[windowKey][]pane) { g[a] = []pane{{1, 10, 1}, {3, 60, 3}} }, 1, 0, 0, 0},
+		{"the last pane lost", func(g map[windowKey][]pane) { g[a] = g[a][:1] }, 1, 0, 0, 0},
+		{"a pane doubled", func(g map[windowKey][]pane) { g[b] = append(g[b], pane{1, 7, 1}) }, 0, 1, 0, 0},
+		{"a record counted twice", func(g map[windowKey][]pane) { g[b] = []pane{{2, 14, 1}} }, 0, 0, 1, 0},
+		{"a wrong sum", func(g map[windowKey][]pane) { g[b] = []pane{{1, 8, 1}} }, 0, 0, 1, 0},
+		{"a window lost", func(g map[windowKey][]pane) { delete(g, b) }, 1, 0, 0, 0},
+		{"a window never produced", func(g map[windowKey][]pane) { g[windowKey{"k003", 0}] = []pane{{1, 1, 1}} }, 0, 0, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := exact()
+			tc.mutate(got)
+			o := check(want, got)
+			if o.lost != tc.lost || o.doubled != tc.doubled || o.wrong != tc.wrong || o.unknown != tc.unknown {
+				t.Errorf("lost %d doubled %d wrong %d unknown %d (%v), want %d %d %d %d", o.lost, o.doubled, o.wrong, o.unknown,
+					o.problems, tc.lost, tc.doubled, tc.wrong, tc.unknown)
+			}
+			if o.ok() != (tc.lost+tc.doubled+tc.wrong+tc.unknown == 0) || (!o.ok() && len(o.problems) == 0) {
+				t.Errorf("ok %v with problems %v", o.ok(), o.problems)
+			}
+		})
+	}
+}
+
+func TestParsePane(t *testing.T) {
+	wk, p, err := parsePane([]byte("k007"), []byte("1700000000000|12|345|4"))
+	if err != nil || wk != (windowKey{"k007", 1700000000000}) || p != (pane{12, 345, 4}) {
+		t.Errorf("parsePane = %v %v %v", wk, p, err)
+	}
+	if _, _, err := parsePane([]byte("k"), []byte("sentinel 1")); err == nil {
+		t.Error("parsePane took a record that is not a pane")
+	}
+}
+
+// TestWriteSection: the section replaces its old text up to the next
+// heading of its level, keeps what is around it, and is appended to a
+// file without one.
+func TestWriteSection(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.md")
+	doc := "# R\n\n## A\n\na\n\n## Soak\n\nold\n\n### sub\n\nold too\n\n## B\n\nb\n"
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeSection(path, "## Soak", "## Soak\n\nnew\n"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	if want := "# R\n\n## A\n\na\n\n## Soak\n\nnew\n\n## B\n\nb\n"; string(got) != want {
+		t.Errorf("replaced:\n%s\nwant:\n%s", got, want)
+	}
+	if err := os.WriteFile(path, []byte("# R\n\n## A\n\na\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeSection(path, "## Soak", "## Soak\n\nnew\n"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = os.ReadFile(path)
+	if want := "# R\n\n## A\n\na\n\n## Soak\n\nnew\n"; string(got) != want {
+		t.Errorf("appended:\n%s\nwant:\n%s", got, want)
+	}
+}
