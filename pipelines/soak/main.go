@@ -93,6 +93,8 @@ type result struct {
 	exactErr       error // the output could not be read or checked
 	produced       int64
 	messages       []string // the job's distinct message texts, with counts
+	stages         []stageCount
+	lateDropped    int64
 	failures       []string
 }
 
@@ -178,6 +180,10 @@ func run(ctx context.Context) error {
 	res.produced = prod.produced()
 	if loopErr == nil {
 		loopErr = drain(ctx, client, s, job, res.produced)
+	}
+	if loopErr == nil {
+		// The drained job's series stay on /metrics until it is forgotten.
+		res.stages, res.lateDropped, loopErr = stageCounts(metricsURL)
 	}
 	if loopErr == nil {
 		got, err := readOutput(ctx, brokers, "out", int32(*partitions))

@@ -28,6 +28,7 @@ func columns(rate int) []column {
 	return []column{
 		{"server_rss_mb", "weir serve RSS (MB)", func(s sample) float64 { return float64(s.serverRSS) / mb }, ruleLevel, 4},
 		{"server_heap_mb", "weir serve Go heap in use (MB)", func(s sample) float64 { return float64(s.serverHeap) / mb }, ruleLevel, 4},
+		{"server_outside_go_mb", "weir serve RSS outside the Go runtime (MB)", func(s sample) float64 { return float64(s.serverRSS-s.serverGoHeld) / mb }, ruleShow, 0},
 		{"goroutines", "weir serve goroutines", func(s sample) float64 { return float64(s.goroutines) }, ruleFloor, 5},
 		{"server_fds", "weir serve open files", func(s sample) float64 { return float64(s.serverFDs) }, ruleFloor, 5},
 		{"server_threads", "weir serve threads", func(s sample) float64 { return float64(s.serverThreads) }, ruleShow, 0},
@@ -226,6 +227,9 @@ func finish(res *result, loopErr error) error {
 	if len(res.samples) < minSamples {
 		res.failures = append(res.failures, fmt.Sprintf("%d samples: too few to judge (at least %d)", len(res.samples), minSamples))
 	}
+	if res.lateDropped > 0 {
+		res.failures = append(res.failures, fmt.Sprintf("%d elements dropped as late: the producer keeps within the allowed lateness", res.lateDropped))
+	}
 	switch {
 	case res.exactErr != nil:
 		res.failures = append(res.failures, "the output was not checked: "+res.exactErr.Error())
@@ -283,6 +287,14 @@ func render(res *result) string {
 		fmt.Fprintf(&b, "lost %d, doubled %d, wrong %d, never produced %d: %s (each key-window's panes numbered 1..N once each, pane N with the count and sum of every record produced into it).\n", o.lost, o.doubled, o.wrong, o.unknown, verdict)
 		for _, p := range o.problems {
 			fmt.Fprintf(&b, "- %s\n", p)
+		}
+		b.WriteString("\n")
+	}
+	if len(res.stages) > 0 {
+		fmt.Fprintf(&b, "Elements by stage over the job's life (%d dropped as late):\n\n", res.lateDropped)
+		b.WriteString("| stage | in | out |\n| --- | ---: | ---: |\n")
+		for _, c := range res.stages {
+			fmt.Fprintf(&b, "| %s | %d | %d |\n", strings.ReplaceAll(c.stage, "|", "\\|"), c.in, c.out)
 		}
 		b.WriteString("\n")
 	}

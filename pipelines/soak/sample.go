@@ -24,6 +24,7 @@ type sample struct {
 	at time.Duration // since the job started running
 
 	serverRSS, serverHeap    int64 // bytes: /proc VmRSS; go_memstats_heap_inuse_bytes
+	serverGoHeld             int64 // bytes the Go runtime holds from the OS: go_memstats_sys_bytes - go_memstats_heap_released_bytes
 	goroutines               int   // the server's, from /metrics
 	serverFDs, serverThreads int   // /proc/PID/fd, /proc/PID/status
 	workerRSS                int64 // the SDK worker (the LOOPBACK client)
@@ -117,10 +118,52 @@ func (s *sampler) scrape(x *sample) error {
 	}
 	x.goroutines = int(sum("go_goroutines"))
 	x.serverHeap = int64(sum("go_memstats_heap_inuse_bytes"))
+	x.serverGoHeld = int64(sum("go_memstats_sys_bytes") - sum("go_memstats_heap_released_bytes"))
 	x.consumed = int64(sum("messaging_client_consumed_messages_total"))
 	x.consumerLag = int64(sum("weir_kafka_consumer_lag"))
 	x.watermarkLag = maxOf("weir_stage_watermark_lag_seconds")
 	return nil
+}
+
+// stageCount is one stage's elements in and out over the job's life.
+type stageCount struct {
+	stage   string
+	in, out int64
+}
+
+// stageCounts reads each stage's element totals and the elements dropped
+// as late, from /metrics; where a loss happened shows as a stage that
+// emitted more than the next one took in.
+func stageCounts(metricsURL string) ([]stageCount, int64, error) {
+	fams, err := promtest.Scrape(metricsURL)
+	if err != nil {
+		return nil, 0, err
+	}
+	by := map[string]*stageCount{}
+	for _, smp := range fams.Values("weir_subtask_elements_total", nil) {
+		st := smp.Labels["stage"]
+		c := by[st]
+		if c == nil {
+			c = &stageCount{stage: st}
+			by[st] = c
+		}
+		switch smp.Labels["direction"] {
+		case "in":
+			c.in += int64(smp.Value)
+		case "out":
+			c.out += int64(smp.Value)
+		}
+	}
+	var out []stageCount
+	for _, c := range by {
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b stageCount) int { return strings.Compare(a.stage, b.stage) })
+	var dropped float64
+	for _, smp := range fams.Values("weir_late_dropped_total", nil) {
+		dropped += smp.Value
+	}
+	return out, int64(dropped), nil
 }
 
 // store measures the job's Pebble store and its checkpoint folders.

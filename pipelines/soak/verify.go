@@ -3,9 +3,11 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 // stateful step.
 type pane struct {
 	count, sum, number int64
+	timing             string // Beam's pane timing: EARLY, ON_TIME, LATE
 }
 
 // outcome is what the check of the output found.
@@ -79,8 +82,8 @@ func check(want map[windowKey]agg, got map[windowKey][]pane) outcome {
 			} else {
 				o.wrong++
 			}
-			o.problem("%s: last pane (%d) has count %d sum %d, want count %d sum %d", name, last.number,
-				last.count, last.sum, w.count, w.sum)
+			o.problem("%s: last pane (%d, %s; %s) has count %d sum %d, want count %d sum %d", name, last.number,
+				last.timing, timings(ps), last.count, last.sum, w.count, w.sum)
 		}
 	}
 	for _, wk := range sortedWindows(got) {
@@ -92,20 +95,44 @@ func check(want map[windowKey]agg, got map[windowKey][]pane) outcome {
 	return o
 }
 
+// timings counts a window's panes by timing, for a problem's report.
+func timings(ps []pane) string {
+	n := map[string]int{}
+	for _, p := range ps {
+		n[p.timing]++
+	}
+	var out []string
+	for _, t := range slices.Sorted(maps.Keys(n)) {
+		out = append(out, fmt.Sprintf("%d %s", n[t], t))
+	}
+	return strings.Join(out, ", ")
+}
+
 func sortedWindows[V any](m map[windowKey]V) []windowKey {
 	return slices.SortedFunc(maps.Keys(m), func(a, b windowKey) int {
 		return cmp.Or(cmp.Compare(a.start, b.start), strings.Compare(a.key, b.key))
 	})
 }
 
-// parsePane reads an output record: key, value "start|count|sum|pane".
+// parsePane reads an output record: key, value
+// "start|count|sum|pane|timing|index".
 func parsePane(key, value []byte) (windowKey, pane, error) {
 	var wk windowKey
 	var p pane
-	if _, err := fmt.Sscanf(string(value), "%d|%d|%d|%d", &wk.start, &p.count, &p.sum, &p.number); err != nil {
+	f := strings.Split(string(value), "|")
+	var err error
+	if len(f) != 6 {
+		err = errors.New("want 6 fields")
+	}
+	for i, dst := range []*int64{&wk.start, &p.count, &p.sum, &p.number} {
+		if err == nil {
+			*dst, err = strconv.ParseInt(f[i], 10, 64)
+		}
+	}
+	if err != nil {
 		return wk, p, fmt.Errorf("output record %q=%q: %w", key, value, err)
 	}
-	wk.key = string(key)
+	wk.key, p.timing = string(key), f[4]
 	return wk, p, nil
 }
 

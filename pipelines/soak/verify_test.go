@@ -14,8 +14,8 @@ func TestCheck(t *testing.T) {
 	want := map[windowKey]agg{a: {3, 60}, b: {1, 7}}
 	exact := func() map[windowKey][]pane {
 		return map[windowKey][]pane{
-			a: {{1, 10, 1}, {3, 60, 3}, {2, 30, 2}}, // early, late, on time: read out of order
-			b: {{1, 7, 1}},
+			a: {pn(1, 10, 1), pn(3, 60, 3), pn(2, 30, 2)}, // early, late, on time: read out of order
+			b: {pn(1, 7, 1)},
 		}
 	}
 	for _, tc := range []struct {
@@ -24,13 +24,13 @@ func TestCheck(t *testing.T) {
 		lost, doubled, wrong, unknown int
 	}{
 		{"exact", func(map[windowKey][]pane) {}, 0, 0, 0, 0},
-		{"a pane lost", func(g map[windowKey][]pane) { g[a] = []pane{{1, 10, 1}, {3, 60, 3}} }, 1, 0, 0, 0},
+		{"a pane lost", func(g map[windowKey][]pane) { g[a] = []pane{pn(1, 10, 1), pn(3, 60, 3)} }, 1, 0, 0, 0},
 		{"the last pane lost", func(g map[windowKey][]pane) { g[a] = g[a][:1] }, 1, 0, 0, 0},
-		{"a pane doubled", func(g map[windowKey][]pane) { g[b] = append(g[b], pane{1, 7, 1}) }, 0, 1, 0, 0},
-		{"a record counted twice", func(g map[windowKey][]pane) { g[b] = []pane{{2, 14, 1}} }, 0, 0, 1, 0},
-		{"a wrong sum", func(g map[windowKey][]pane) { g[b] = []pane{{1, 8, 1}} }, 0, 0, 1, 0},
+		{"a pane doubled", func(g map[windowKey][]pane) { g[b] = append(g[b], pn(1, 7, 1)) }, 0, 1, 0, 0},
+		{"a record counted twice", func(g map[windowKey][]pane) { g[b] = []pane{pn(2, 14, 1)} }, 0, 0, 1, 0},
+		{"a wrong sum", func(g map[windowKey][]pane) { g[b] = []pane{pn(1, 8, 1)} }, 0, 0, 1, 0},
 		{"a window lost", func(g map[windowKey][]pane) { delete(g, b) }, 1, 0, 0, 0},
-		{"a window never produced", func(g map[windowKey][]pane) { g[windowKey{"k003", 0}] = []pane{{1, 1, 1}} }, 0, 0, 0, 1},
+		{"a window never produced", func(g map[windowKey][]pane) { g[windowKey{"k003", 0}] = []pane{pn(1, 1, 1)} }, 0, 0, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := exact()
@@ -47,9 +47,11 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+func pn(count, sum, number int64) pane { return pane{count: count, sum: sum, number: number} }
+
 func TestParsePane(t *testing.T) {
-	wk, p, err := parsePane([]byte("k007"), []byte("1700000000000|12|345|4"))
-	if err != nil || wk != (windowKey{"k007", 1700000000000}) || p != (pane{12, 345, 4}) {
+	wk, p, err := parsePane([]byte("k007"), []byte("1700000000000|12|345|4|LATE|3"))
+	if err != nil || wk != (windowKey{"k007", 1700000000000}) || p != (pane{12, 345, 4, "LATE"}) {
 		t.Errorf("parsePane = %v %v %v", wk, p, err)
 	}
 	if _, _, err := parsePane([]byte("k"), []byte("sentinel 1")); err == nil {

@@ -7,7 +7,8 @@
 // accumulating panes; numbers each key-window's panes in a stateful step
 // (a value state per key and window, collected when the window expires);
 // and writes every pane exactly once to a Kafka topic as
-// "window start ms|count|sum|pane number", keyed by the key.
+// "window start ms|count|sum|pane number|timing|pane index" (the last two
+// Beam's pane info, for finding what went wrong), keyed by the key.
 //
 // The soak driver submits it to `weir serve` with --runner=universal and
 // a LOOPBACK worker, so this process is the job's SDK worker, and checks
@@ -85,7 +86,7 @@ type paneFn struct {
 	Panes state.Value[int64]
 }
 
-func (fn *paneFn) ProcessElement(w beam.Window, sp state.Provider, key string, a Agg, emit func([]byte, []byte)) error {
+func (fn *paneFn) ProcessElement(pn beam.PaneInfo, w beam.Window, sp state.Provider, key string, a Agg, emit func([]byte, []byte)) error {
 	n, _, err := fn.Panes.Read(sp)
 	if err != nil {
 		return fmt.Errorf("reading the pane count of %q: %w", key, err)
@@ -95,14 +96,14 @@ func (fn *paneFn) ProcessElement(w beam.Window, sp state.Provider, key string, a
 		return fmt.Errorf("writing the pane count of %q: %w", key, err)
 	}
 	start := w.(window.IntervalWindow).Start.Milliseconds()
-	emit([]byte(key), []byte(fmt.Sprintf("%d|%d|%d|%d", start, a.Count, a.Sum, n)))
+	emit([]byte(key), []byte(fmt.Sprintf("%d|%d|%d|%d|%s|%d", start, a.Count, a.Sum, n, pn.Timing, pn.Index)))
 	return nil
 }
 
 func init() {
 	register.Function3x0(parse)
 	register.Combiner3[Agg, int64, Agg](&aggFn{})
-	register.DoFn5x1[beam.Window, state.Provider, string, Agg, func([]byte, []byte), error](&paneFn{})
+	register.DoFn6x1[beam.PaneInfo, beam.Window, state.Provider, string, Agg, func([]byte, []byte), error](&paneFn{})
 	register.Emitter2[string, int64]()
 	register.Emitter2[[]byte, []byte]()
 	beam.RegisterType(reflect.TypeOf((*Agg)(nil)).Elem())
