@@ -62,6 +62,9 @@ var (
 	seed       = flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the producer")
 )
 
+// jobWindow is the soak job's window (soakjob.Window).
+const jobWindow = 10 * time.Second
+
 func envDuration(name string, def time.Duration) time.Duration {
 	if v := os.Getenv(name); v != "" {
 		d, err := time.ParseDuration(v)
@@ -93,6 +96,7 @@ type result struct {
 	exactErr       error // the output could not be read or checked
 	produced       int64
 	messages       []string // the job's distinct message texts, with counts
+	explained      []string // the input records that could be the ones the output lacks
 	stages         []stageCount
 	lateDropped    int64
 	failures       []string
@@ -144,7 +148,7 @@ func run(ctx context.Context) error {
 	defer conn.Close()
 	client := jobpb.NewJobServiceClient(conn)
 
-	prod, err := newProducer(brokers, "in", *rate, *keys, int32(*partitions), 10*time.Second, *seed)
+	prod, err := newProducer(brokers, "in", *rate, *keys, int32(*partitions), jobWindow, *seed)
 	if err != nil {
 		return err
 	}
@@ -190,6 +194,10 @@ func run(ctx context.Context) error {
 		res.exactErr = err
 		if err == nil {
 			res.outcome = check(prod.want(), got)
+			res.explained, err = explain(ctx, brokers, "in", jobWindow, res.outcome.short)
+			if err != nil {
+				res.explained = []string{fmt.Sprintf("(could not read the input again: %v)", err)}
+			}
 		}
 	} else {
 		res.exactErr = fmt.Errorf("not checked: %w", loopErr)

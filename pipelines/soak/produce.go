@@ -34,6 +34,11 @@ const (
 	lateShare = 0.01
 )
 
+// producedHeader is the record header holding the producer's clock, in
+// Unix milliseconds, when it made the record: with the record's event
+// time it says how late the record was meant to be (explain.go).
+const producedHeader = "produced"
+
 // windowKey is one key's window, by its start in Unix milliseconds.
 type windowKey struct {
 	key   string
@@ -124,7 +129,8 @@ func (p *producer) record(now time.Time, burst bool) *kgo.Record {
 		d = lateMin + time.Duration(p.rng.Int64N(int64(lateMax-lateMin)))
 	}
 	return &kgo.Record{Topic: p.topic, Partition: part, Key: []byte(keyName(k)),
-		Value: []byte(strconv.Itoa(1 + p.rng.IntN(100))), Timestamp: now.Add(-d)}
+		Value: []byte(strconv.Itoa(1 + p.rng.IntN(100))), Timestamp: now.Add(-d),
+		Headers: []kgo.RecordHeader{{Key: producedHeader, Value: strconv.AppendInt(nil, now.UnixMilli(), 10)}}}
 }
 
 // note adds acknowledged records to the expected windows.

@@ -289,6 +289,13 @@ func render(res *result) string {
 			fmt.Fprintf(&b, "- %s\n", p)
 		}
 		b.WriteString("\n")
+		if len(res.explained) > 0 {
+			b.WriteString("The input records that could be the missing ones (pipelines/soak/explain.go):\n\n")
+			for _, e := range res.explained {
+				fmt.Fprintf(&b, "- %s\n", e)
+			}
+			b.WriteString("\n")
+		}
 	}
 	if len(res.stages) > 0 {
 		fmt.Fprintf(&b, "Elements by stage over the job's life (%d dropped as late):\n\n", res.lateDropped)

@@ -31,6 +31,16 @@ type outcome struct {
 	wrong    int   // key-windows whose last pane's figures are not what was produced
 	unknown  int   // key-windows in the output that were never produced
 	problems []string
+	// short are the key-windows whose last pane holds fewer records than
+	// were produced into them, with what it lacks, for explain.
+	short []shortWindow
+}
+
+// shortWindow is a key-window whose last pane lacks records: missing is
+// the count and sum of what it lacks.
+type shortWindow struct {
+	wk      windowKey
+	missing agg
 }
 
 func (o outcome) ok() bool { return o.lost+o.doubled+o.wrong+o.unknown == 0 }
@@ -79,6 +89,7 @@ func check(want map[windowKey]agg, got map[windowKey][]pane) outcome {
 		case last.count != w.count || last.sum != w.sum:
 			if last.count < w.count {
 				o.lost++
+				o.short = append(o.short, shortWindow{wk, agg{w.count - last.count, w.sum - last.sum}})
 			} else {
 				o.wrong++
 			}

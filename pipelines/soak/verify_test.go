@@ -3,7 +3,9 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestCheck: exact output passes, in any order of panes; a lost pane, a
@@ -84,5 +86,41 @@ func TestWriteSection(t *testing.T) {
 	got, _ = os.ReadFile(path)
 	if want := "# R\n\n## A\n\na\n\n## Soak\n\nnew\n"; string(got) != want {
 		t.Errorf("appended:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestCheckShort: a window whose last pane lacks records is listed with
+// what it lacks, for explain; other problems are not.
+func TestCheckShort(t *testing.T) {
+	a, b := windowKey{"k001", 10_000}, windowKey{"k002", 10_000}
+	want := map[windowKey]agg{a: {3, 60}, b: {1, 7}}
+	got := map[windowKey][]pane{a: {pn(1, 10, 1), pn(2, 38, 2)}, b: {pn(2, 14, 1)}}
+	o := check(want, got)
+	if len(o.short) != 1 || o.short[0] != (shortWindow{a, agg{1, 22}}) {
+		t.Errorf("short = %v, want %v lacking one record of 22", o.short, a)
+	}
+}
+
+// TestExplainOne: of a window lacking one record, the records of the
+// missing value are the candidates, each with its partition, offset,
+// event time against the window's end, delay and lag behind its
+// partition.
+func TestExplainOne(t *testing.T) {
+	start := time.UnixMilli(1_700_000_000_000)
+	recs := []inputRecord{
+		{partition: 1, offset: 7, value: 22, event: start.Add(9 * time.Second), produced: start.Add(10 * time.Second)},
+		{partition: 1, offset: 8, value: 5, event: start.Add(9500 * time.Millisecond)},
+		{partition: 1, offset: 9, value: 22, event: start.Add(2 * time.Second), produced: start.Add(15 * time.Second), behindNewer: 7500 * time.Millisecond},
+	}
+	got := explainOne(shortWindow{windowKey{"k004", start.UnixMilli()}, agg{1, 22}}, recs, 10*time.Second)
+	for _, w := range []string{"k004", "3 records in the input", "2 candidates",
+		"[p1@7 event -1s to the window's end, produced 1s after its event time, 0s behind its partition's newest]",
+		"[p1@9 event -8s to the window's end, produced 13s after its event time, 7.5s behind its partition's newest]"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("explainOne = %q, lacks %q", got, w)
+		}
+	}
+	if strings.Contains(got, "p1@8") {
+		t.Errorf("explainOne = %q: a record of another value is a candidate", got)
 	}
 }
