@@ -33,6 +33,9 @@ func TestCheck(t *testing.T) {
 		{"a wrong sum", func(g map[windowKey][]pane) { g[b] = []pane{pn(1, 8, 1)} }, 0, 0, 1, 0},
 		{"a window lost", func(g map[windowKey][]pane) { delete(g, b) }, 1, 0, 0, 0},
 		{"a window never produced", func(g map[windowKey][]pane) { g[windowKey{"k003", 0}] = []pane{pn(1, 1, 1)} }, 0, 0, 0, 1},
+		{"panes numbered out of order", func(g map[windowKey][]pane) { g[a] = []pane{pn(1, 10, 1), pn(3, 60, 2), pn(2, 30, 3)} }, 0, 0, 0, 0},
+		{"a pane fired twice", func(g map[windowKey][]pane) { g[a] = []pane{pn(1, 10, 1), pn(1, 10, 2), pn(3, 60, 3)} }, 0, 1, 0, 0},
+		{"the fullest pane short", func(g map[windowKey][]pane) { g[a] = []pane{pn(2, 30, 1), pn(1, 10, 2)} }, 1, 0, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := exact()
@@ -41,6 +44,9 @@ func TestCheck(t *testing.T) {
 			if o.lost != tc.lost || o.doubled != tc.doubled || o.wrong != tc.wrong || o.unknown != tc.unknown {
 				t.Errorf("lost %d doubled %d wrong %d unknown %d (%v), want %d %d %d %d", o.lost, o.doubled, o.wrong, o.unknown,
 					o.problems, tc.lost, tc.doubled, tc.wrong, tc.unknown)
+			}
+			if reordered := tc.name == "panes numbered out of order" || tc.name == "the fullest pane short"; (o.reordered == 1) != reordered {
+				t.Errorf("reordered %d", o.reordered)
 			}
 			if o.ok() != (tc.lost+tc.doubled+tc.wrong+tc.unknown == 0) || (!o.ok() && len(o.problems) == 0) {
 				t.Errorf("ok %v with problems %v", o.ok(), o.problems)
