@@ -19,7 +19,7 @@ import (
 // stateful step.
 type pane struct {
 	count, sum, number int64
-	timing             string // Beam's pane timing: EARLY, ON_TIME, LATE
+	timing             string // the pane timing the job saw (always EARLY after the Go SDK's combine)
 }
 
 // outcome is what the check of the output found.

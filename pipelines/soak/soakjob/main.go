@@ -7,8 +7,11 @@
 // accumulating panes; numbers each key-window's panes in a stateful step
 // (a value state per key and window, collected when the window expires);
 // and writes every pane exactly once to a Kafka topic as
-// "window start ms|count|sum|pane number|timing|pane index" (the last two
-// Beam's pane info, for finding what went wrong), keyed by the key.
+// "window start ms|count|sum|pane number|timing|pane index", keyed by the
+// key. The last two are the PaneInfo the step sees, which after the Go
+// SDK's combine is always EARLY and 0 (exec.Combine drops it), so the
+// driver does not read them; they stay so that a runner or SDK that keeps
+// PaneInfo shows it in the output.
 //
 // The soak driver submits it to `weir serve` with --runner=universal and
 // a LOOPBACK worker, so this process is the job's SDK worker, and checks
