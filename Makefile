@@ -169,7 +169,8 @@ bench-python:
 # Nexmark (pipelines/nexmark: Beam's queries 0 to 12 and the bounded side
 # input join in Go) on weir and Prism, alternating, 3 runs each: events per
 # second, job server CPU seconds and peak memory per query, into the
-# "Nexmark" section of docs/benchmarks.md. 1M events a run by default;
+# "Nexmark" section of docs/benchmarks.md. 1M events a run by default,
+# 100,000 for queries 4, 6, 9 and 11 (-nexmark-events-for);
 # NEXMARKFLAGS='-nexmark-events 10000000 -nexmark-runners weir' for the
 # large runs, '-nexmark-modes batch,streaming' for streaming figures too.
 NEXMARKFLAGS ?=

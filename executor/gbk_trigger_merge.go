@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -35,14 +36,18 @@ func (g *TriggeredGroupByKey) mergeInto(id state.WindowID, now mtime.Time) (*tri
 	}
 	var open []session
 	var ivs []triggers.Interval
-	err = g.Windows.KeyWindows(id.KeyGroup, id.Key, func(wid state.WindowID, meta []byte) error {
+	// Only windows that end at or after the element's window starts can
+	// meet it. Open windows never meet each other, so every window before
+	// one that starts at or before the element's ends before the element
+	// starts: the visit stops there, in a growing session at the first.
+	err = g.Windows.KeyWindows(id.KeyGroup, id.Key, start, func(wid state.WindowID, meta []byte) (bool, error) {
 		s, e, err := wire.DecodeIntervalWindow(wid.Window)
 		if err != nil {
-			return fmt.Errorf("%w: %w", errNotInterval, err)
+			return false, fmt.Errorf("%w: %w", errNotInterval, err)
 		}
 		open = append(open, session{id: ownID(wid), meta: slices.Clone(meta)})
 		ivs = append(ivs, triggers.Interval{Start: s, End: e})
-		return nil
+		return s > start, nil
 	})
 	if err != nil {
 		return nil, g.wrap(err)
@@ -70,18 +75,27 @@ func (g *TriggeredGroupByKey) mergeInto(id state.WindowID, now mtime.Time) (*tri
 }
 
 // merge makes the window span out of the open windows ws and the element's
-// own new window, moving their values and merging their state.
+// own new window, merging their state. Its values are the set of the member
+// with the most values since its last pane, taken over by name, and the
+// other members' values moved into it: a session that each element extends
+// moves nothing, where copying its values at every element made a long
+// session cost the square of its length.
 func (g *TriggeredGroupByKey) merge(id state.WindowID, span triggers.Interval, ws []session, now mtime.Time) (*trigWindow, error) {
 	w := &trigWindow{isNew: true, id: state.WindowID{KeyGroup: id.KeyGroup, End: span.MaxTimestamp(),
 		Key: append([]byte(nil), id.Key...), Window: wire.AppendIntervalWindow(nil, span.Start, span.End)}}
 	fresh := g.Trigger.NewState()
 	states := []*triggers.State{&fresh}
 	var panes []triggers.PaneTracker
-	var values [][]byte
-	for _, s := range ws {
+	members := make([]*trigWindow, len(ws))
+	keep := 0
+	for i, s := range ws {
 		m, err := g.decode(s.id, s.meta)
 		if err != nil {
 			return nil, err
+		}
+		members[i] = m
+		if m.fresh > members[keep].fresh {
+			keep = i
 		}
 		states = append(states, &m.state)
 		panes = append(panes, m.panes)
@@ -92,14 +106,28 @@ func (g *TriggeredGroupByKey) merge(id state.WindowID, span triggers.Interval, w
 			w.minTS, w.maxValTS = min(w.minTS, m.minTS), max(w.maxValTS, m.maxValTS)
 			w.fresh += m.fresh
 		}
-		err = g.Windows.Values(s.id, func(v []byte) error {
+	}
+	w.id.Values = slices.Clone(valueSet(members[keep].id))
+	if bytes.Equal(w.id.Values, w.id.Window) {
+		w.id.Values = nil
+	}
+	var values [][]byte
+	for i, m := range members {
+		if i == keep {
+			g.deadlines.remove(m.id)
+			if err := g.Windows.DeleteMeta(m.id); err != nil {
+				return nil, g.wrap(err)
+			}
+			continue
+		}
+		err := g.Windows.Values(m.id, func(v []byte) error {
 			values = append(values, slices.Clone(v))
 			return nil
 		})
 		if err != nil {
 			return nil, g.wrap(err)
 		}
-		if err := g.forget(s.id); err != nil {
+		if err := g.forget(m.id); err != nil {
 			return nil, err
 		}
 	}

@@ -1,9 +1,11 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 
+	"github.com/weir-runner/weir/state"
 	"github.com/weir-runner/weir/triggers"
 	"github.com/weir-runner/weir/wire"
 )
@@ -108,5 +111,77 @@ func playSessions(t *testing.T, g *TriggeredGroupByKey, script string) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// countingWindows counts the values written to the store.
+type countingWindows struct {
+	TriggerWindows
+	appends int
+}
+
+func (c *countingWindows) Append(id state.WindowID, v []byte) error {
+	c.appends++
+	return c.TriggerWindows.Append(id, v)
+}
+
+// TestTriggeredSessionsMoveNoValuesToGrow: a session that each element
+// extends takes its values over rather than copying them (which cost the
+// square of a session's length: Nexmark's query 11), and a bridge between
+// two long sessions moves only the other's values. The pane, read after the
+// window was written back and loaded by the watermark, holds every value.
+func TestTriggeredSessionsMoveNoValuesToGrow(t *testing.T) {
+	tr, err := triggers.FromProto(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan envelope, 10)
+	out := &Output{ports: [][]*edgeOut{{{part: Forward, to: []chan envelope{ch}, chIdx: []int{0}}}}}
+	w := &countingWindows{TriggerWindows: memWindows(t)}
+	g := &TriggeredGroupByKey{Name: "gbk", In: wire.NewCodec(ivMeasure, func(b []byte) (int, error) { return len(b), nil }),
+		Key: lpMeasure, OutputTime: pipepb.OutputTime_END_OF_WINDOW, Trigger: tr, Merging: true, Out: out, Windows: w}
+	ctx := context.Background()
+	var sent []byte
+	play := func(from, to mtime.Time) {
+		for ts := from; ts < to; ts += 5 { // gap 10: each element extends the session
+			v := byte(len(sent))
+			sent = append(sent, v)
+			e := wire.AppendWindowedValue(nil, ts, wire.AppendIntervalWindow(nil, ts, ts+10), []byte{wire.PaneNoFiring},
+				append(binary.AppendUvarint(nil, 1), 'k', v))
+			if err := g.Process(ctx, 0, [][]byte{e}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	play(0, 100)   // [0,105): 20 values
+	play(200, 240) // [200,245): 8 values
+	play(100, 200) // 20 more, the last bridging both into [0,245)
+	if want := len(sent) + 8; w.appends != want {
+		t.Errorf("%d values written for %d elements, want %d (the second session's 8 moved once)", w.appends, len(sent), want)
+	}
+	if err := g.Watermark(ctx, 0, 1000); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	for len(ch) > 0 {
+		env := <-ch
+		for _, e := range env.msg.Elems {
+			if s := paneString(t, e); !strings.HasPrefix(s, "k@245 ON_TIME") {
+				t.Errorf("pane %s, want k@245 ON_TIME", s)
+			}
+			wv, _, err := g.In.Decode(e, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, rest, err := wire.SplitKV(lpMeasure, wv.Value)
+			if err != nil || len(rest) < 4 || int(binary.BigEndian.Uint32(rest)) != len(rest)-4 {
+				t.Fatalf("pane value %x: %v", wv.Value, err)
+			}
+			got = append(got, rest[4:]...)
+		}
+	}
+	slices.Sort(got)
+	if !bytes.Equal(got, sent) {
+		t.Errorf("pane values %v, want %v", got, sent)
 	}
 }

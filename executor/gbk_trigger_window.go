@@ -26,8 +26,12 @@ type TriggerWindows interface {
 	Values(id state.WindowID, fn func(v []byte) error) error
 	ClearValues(id state.WindowID) error
 	Delete(id state.WindowID) error
-	// KeyWindows visits a key's windows in order of their last instant.
-	KeyWindows(kg int, key []byte, fn func(id state.WindowID, meta []byte) error) error
+	// DeleteMeta deletes the window but not its values, which a window
+	// merged out of it took over (WindowID.Values).
+	DeleteMeta(id state.WindowID) error
+	// KeyWindows visits a key's windows whose last instant is at or after
+	// from, latest first, until fn returns false.
+	KeyWindows(kg int, key []byte, from mtime.Time, fn func(id state.WindowID, meta []byte) (bool, error)) error
 	// Ending visits the windows whose last instant is in [lo, hi), in order.
 	Ending(lo, hi mtime.Time, fn func(id state.WindowID) error) error
 	// All visits every window, to rebuild what the operator keeps in memory.
@@ -50,17 +54,42 @@ type trigWindow struct {
 func ownID(id state.WindowID) state.WindowID {
 	id.Key = append([]byte(nil), id.Key...)
 	id.Window = append([]byte(nil), id.Window...)
+	if id.Values != nil {
+		id.Values = append([]byte(nil), id.Values...)
+	}
 	return id
 }
 
-// appendMeta encodes the window's metadata: flags, fresh count, the two
-// timestamps, the pane tracker (length-prefixed) and the trigger state.
+// valueSet is the name of the window's value set (state.WindowID.Values).
+func valueSet(id state.WindowID) []byte {
+	if id.Values != nil {
+		return id.Values
+	}
+	return id.Window
+}
+
+// Flags of a window's metadata record.
+const (
+	metaClosed    = 1 << iota // the trigger finished
+	metaValuesSet             // the window's values are another's set, named next
+)
+
+// appendMeta encodes the window's metadata: flags, the name of its value
+// set if it took another window's over (length-prefixed), fresh count, the
+// two timestamps, the pane tracker (length-prefixed) and the trigger state.
 func (w *trigWindow) appendMeta(b []byte) ([]byte, error) {
 	var flags byte
 	if w.closed {
-		flags |= 1
+		flags |= metaClosed
+	}
+	if w.id.Values != nil {
+		flags |= metaValuesSet
 	}
 	b = append(b, flags)
+	if w.id.Values != nil {
+		b = binary.AppendUvarint(b, uint64(len(w.id.Values)))
+		b = append(b, w.id.Values...)
+	}
 	b = binary.AppendUvarint(b, uint64(w.fresh))
 	b = binary.AppendVarint(b, int64(w.minTS))
 	b = binary.AppendVarint(b, int64(w.maxValTS))
@@ -78,13 +107,17 @@ var errMeta = errors.New("malformed window metadata")
 func (w *trigWindow) decodeMeta(t *triggers.Trigger, b []byte) error {
 	r := metaReader{b: b}
 	flags := r.byte()
+	w.id.Values = nil
+	if flags&metaValuesSet != 0 {
+		w.id.Values = append([]byte{}, r.bytes(r.uvarint())...)
+	}
 	w.fresh = int64(r.uvarint())
 	w.minTS, w.maxValTS = mtime.Time(r.varint()), mtime.Time(r.varint())
 	panes := r.bytes(r.uvarint())
 	if r.bad {
 		return errMeta
 	}
-	w.closed = flags&1 != 0
+	w.closed = flags&metaClosed != 0
 	if err := w.panes.UnmarshalBinary(panes); err != nil {
 		return err
 	}

@@ -15,7 +15,9 @@
 // deletion per key group.
 //
 // Triggered windows (KindTriggerWindow) keep, per key and window, one
-// metadata record and the window's values as blind appends; an index
+// metadata record and the window's values as blind appends (a merged
+// session window may hold a member's values under that member's name,
+// WindowID.Values, so that merging does not copy them); an index
 // (KindTriggerIndex) orders them by the window's last instant, so the
 // windows a watermark reaches, or expires, are one range scan. Like user
 // state, these put the kind right after the namespace.

@@ -15,7 +15,9 @@ import (
 const (
 	// KindTriggerWindow holds a window's metadata and its values:
 	//	ns|kind|kg|'m'|lp(key)|end|window → metadata (the caller's encoding)
-	//	ns|kind|kg|'v'|lp(key)|lp(window)|seq → one value
+	//	ns|kind|kg|'v'|lp(key)|lp(values)|seq → one value
+	// where values is the window's value set: the window itself, or the
+	// one a merged window took over (WindowID.Values).
 	KindTriggerWindow Kind = 4
 	// KindTriggerIndex finds windows by their last instant:
 	//	ns|kind|end|kg|lp(key)|window → empty
@@ -33,6 +35,20 @@ type WindowID struct {
 	End      mtime.Time // the window's last instant
 	Key      []byte     // encoded key
 	Window   []byte     // encoded window
+	// Values names the window's value set: nil means its own (Window). A
+	// window merged out of others takes one member's set over by naming
+	// it here, so merging a session that grows by one element at a time
+	// does not copy its values every time (the caller keeps the name in
+	// its metadata: the index and KeyWindows do not return it).
+	Values []byte
+}
+
+// valueSet is the name of the window's value set.
+func (id WindowID) valueSet() []byte {
+	if id.Values != nil {
+		return id.Values
+	}
+	return id.Window
 }
 
 // TriggerWindows holds the open windows of one triggered group-by-key
@@ -81,7 +97,7 @@ func (w *TriggerWindows) metaKey(b []byte, id WindowID) []byte {
 }
 
 func (w *TriggerWindows) valuePrefix(b []byte, id WindowID) []byte {
-	return appendLP(w.keyPrefix(b, subValue, id.KeyGroup, id.Key), id.Window)
+	return appendLP(w.keyPrefix(b, subValue, id.KeyGroup, id.Key), id.valueSet())
 }
 
 func (w *TriggerWindows) indexKey(b []byte, id WindowID) []byte {
@@ -204,6 +220,15 @@ func (w *TriggerWindows) Delete(id WindowID) error {
 	if err := w.ClearValues(id); err != nil {
 		return err
 	}
+	return w.DeleteMeta(id)
+}
+
+// DeleteMeta removes the window's metadata and index entry and leaves its
+// values: a window merged out of this one took them over.
+func (w *TriggerWindows) DeleteMeta(id WindowID) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
 	b := w.b()
 	if err := b.Delete(w.metaKey(nil, id), nil); err != nil {
 		return fmt.Errorf("state: delete window: %w", err)
@@ -214,20 +239,39 @@ func (w *TriggerWindows) Delete(id WindowID) error {
 	return w.maybeFlush()
 }
 
-// KeyWindows calls fn with each window of key and its metadata, in order of
-// their last instant. The slices are valid only during the call; fn must
-// not write to w.
-func (w *TriggerWindows) KeyWindows(kg int, key []byte, fn func(id WindowID, meta []byte) error) error {
+// KeyWindows calls fn with the windows of key whose last instant is at or
+// after from, and their metadata, latest first, until fn returns false.
+// Merging asks only for the windows that can meet an element's, and stops
+// at the first that starts before it: a session that grows leaves the
+// deletions of its earlier windows just before its own in the key's range,
+// and a scan from the key's first window would step over every one of
+// them at every element. The slices are valid only during the call; fn
+// must not write to w.
+func (w *TriggerWindows) KeyWindows(kg int, key []byte, from mtime.Time, fn func(id WindowID, meta []byte) (bool, error)) error {
 	if err := checkID(WindowID{KeyGroup: kg}); err != nil {
 		return err
 	}
 	p := w.keyPrefix(nil, subMeta, kg, key)
-	return w.scan(p, prefixEnd(p), func(k, v []byte) error {
+	it, err := w.b().NewIter(&pebble.IterOptions{LowerBound: appendTime(bytes.Clone(p), from), UpperBound: prefixEnd(p)})
+	if err != nil {
+		return fmt.Errorf("state: read windows: %w", err)
+	}
+	for valid := it.Last(); valid; valid = it.Prev() {
+		k := it.Key()
 		if len(k) < len(p)+8 {
+			it.Close()
 			return fmt.Errorf("state: corrupt window metadata key %x", k)
 		}
-		return fn(WindowID{KeyGroup: kg, End: decodeTime(k[len(p):]), Key: key, Window: k[len(p)+8:]}, v)
-	})
+		more, err := fn(WindowID{KeyGroup: kg, End: decodeTime(k[len(p):]), Key: key, Window: k[len(p)+8:]}, it.Value())
+		if err != nil || !more {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("state: read windows: %w", err)
+	}
+	return nil
 }
 
 // Ending calls fn with each window whose last instant is in [lo, hi), in

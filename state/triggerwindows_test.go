@@ -45,11 +45,11 @@ func TestTriggerWindowsReadsOwnWrites(t *testing.T) {
 			t.Errorf("%s: meta of B = %q, %v", when, m, err)
 		}
 		var wins []string
-		w.KeyWindows(3, []byte("k"), func(id WindowID, meta []byte) error {
+		w.KeyWindows(3, []byte("k"), mtime.MinTimestamp, func(id WindowID, meta []byte) (bool, error) {
 			wins = append(wins, fmt.Sprintf("%s@%d=%s", id.Window, id.End, meta))
-			return nil
+			return true, nil
 		})
-		if got := strings.Join(wins, " "); got != "A@99=meta-kA B@149=meta-kB" {
+		if got := strings.Join(wins, " "); got != "B@149=meta-kB A@99=meta-kA" {
 			t.Errorf("%s: windows of k = %q", when, got)
 		}
 	}
@@ -191,6 +191,85 @@ func TestClearValuesOfSmallWindowsAddsNoRangeDeletion(t *testing.T) {
 		}
 		if err := w.Flush(); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestTriggerWindowsValueSetTakenOver: a window that names another's value
+// set reads and appends to it; DeleteMeta leaves the set to its new owner,
+// Delete of the owner clears it, and neighbours are untouched.
+func TestTriggerWindowsValueSetTakenOver(t *testing.T) {
+	w := memStore(t).NewTriggerWindows("gbk/0")
+	old, other := winID(1, 10, "k", "A"), winID(1, 10, "k", "B")
+	for _, id := range []WindowID{old, other} {
+		if err := w.Create(id, []byte("m")); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Append(id, []byte(string(id.Window)+"1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	merged := winID(1, 20, "k", "AA")
+	merged.Values = old.Window
+	if err := w.Create(merged, []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.DeleteMeta(old); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append(merged, []byte("AA2")); err != nil {
+		t.Fatal(err)
+	}
+	if got := values(t, w, merged); got != "A1,AA2" {
+		t.Errorf("values of the merged window = %q, want A1,AA2", got)
+	}
+	if m, err := w.Meta(old); err != nil || m != nil {
+		t.Errorf("meta of the merged-away window = %q, %v", m, err)
+	}
+	own := merged
+	own.Values = nil
+	if got := values(t, w, own); got != "" {
+		t.Errorf("the merged window's own set = %q, want empty", got)
+	}
+	if err := w.Delete(merged); err != nil {
+		t.Fatal(err)
+	}
+	if got := values(t, w, old); got != "" {
+		t.Errorf("set A after its owner's Delete = %q, want empty", got)
+	}
+	if got := values(t, w, other); got != "B1" {
+		t.Errorf("values of B = %q, want B1", got)
+	}
+}
+
+// TestTriggerWindowsKeyWindowsFrom: KeyWindows visits the key's windows
+// whose last instant is at or after from, latest first, deleted ones not at
+// all, and stops when told.
+func TestTriggerWindowsKeyWindowsFrom(t *testing.T) {
+	w := memStore(t).NewTriggerWindows("gbk/0")
+	for _, id := range []WindowID{winID(2, 9, "k", "A"), winID(2, 19, "k", "B"), winID(2, 29, "k", "C"), winID(2, 39, "k", "D"), winID(2, 25, "j", "E")} {
+		if err := w.Create(id, []byte("m")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Delete(winID(2, 29, "k", "C")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		from mtime.Time
+		want string
+		stop string
+	}{{mtime.MinTimestamp, "D B A", ""}, {9, "D B A", ""}, {10, "D B", ""}, {20, "D", ""}, {40, "", ""}, {0, "D B", "B"}} {
+		var got []string
+		err := w.KeyWindows(2, []byte("k"), tc.from, func(id WindowID, _ []byte) (bool, error) {
+			got = append(got, string(id.Window))
+			return string(id.Window) != tc.stop, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("from %d: windows %q, want %q", tc.from, strings.Join(got, " "), tc.want)
 		}
 	}
 }

@@ -27,8 +27,9 @@ var (
 	nexmarkModes   = flag.String("nexmark-modes", "batch", "batch, streaming (the generator unbounded, not paced), or both, comma-separated")
 	nexmarkRunners = flag.String("nexmark-runners", "weir,prism", "runners to run Nexmark on")
 	nexmarkTimeout = flag.Duration("nexmark-timeout", 20*time.Minute, "a Nexmark run longer than this is stopped and shown as such")
-	nexmarkFewer   = flag.String("nexmark-events-for", "11=100000", "queries run over other numbers of events, as query=events, comma-separated "+
-		"(query 11's session merging is quadratic on weir: docs/benchmarks.md)")
+	nexmarkFewer   = flag.String("nexmark-events-for", "4=100000,6=100000,9=100000,11=100000", "queries run over other numbers of events, as query=events, comma-separated "+
+		"(WinningBids, of queries 4, 6 and 9, makes a state request per bid and runs at a few thousand events/s on both runners; "+
+		"query 11 at about 5,000 on weir and refused by Prism: docs/benchmarks.md)")
 )
 
 // nexmarkEventsFor is the number of events a run of query q reads.
@@ -231,6 +232,7 @@ func nexmarkHeader(loadBefore, loadAfter string, took time.Duration) string {
 	fmt.Fprintf(&b, "runs that alternate, are the steadier part.\n\n")
 	fmt.Fprintf(&b, "Reproduce: `go run ./pipelines/loadbench -nexmark-only -nexmark-events %d -nexmark-events-for '%s' -nexmark-runs %d -nexmark-modes %s -out docs/benchmarks.md`.\n\n",
 		*nexmarkEvents, *nexmarkFewer, *nexmarkRuns, *nexmarkModes)
+	fmt.Fprintf(&b, "Where the time goes, from pprof of the job server and of the SDK worker: [nexmark.md](nexmark.md#where-the-time-goes).\n\n")
 	return b.String()
 }
 

@@ -23,6 +23,8 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -44,6 +46,7 @@ var (
 	brokers    = flag.String("kafka_brokers", "localhost:9092", "--source=kafka: bootstrap servers, comma-separated")
 	topic      = flag.String("kafka_topic", "nexmark", "--source=kafka: the topic pipelines/nexmark/produce filled")
 	q10Dir     = flag.String("query10_dir", "", "query 10: folder for its log and index files (none if empty)")
+	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of this process (with LOOPBACK, the SDK worker's) to this file")
 )
 
 func main() {
@@ -51,9 +54,37 @@ func main() {
 	cfg.AddFlags(flag.CommandLine)
 	flag.Parse()
 	beam.Init()
-	if err := run(context.Background(), cfg); err != nil {
+	stop, err := profileCPU(*cpuProfile)
+	if err != nil {
 		log.Fatalf("nexmark: %v", err)
 	}
+	err = run(context.Background(), cfg)
+	stop()
+	if err != nil {
+		log.Fatalf("nexmark: %v", err)
+	}
+}
+
+// profileCPU starts a CPU profile into path, if set, and returns what
+// stops it.
+func profileCPU(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			log.Printf("nexmark: --cpuprofile: %v", err)
+		}
+	}, nil
 }
 
 func run(ctx context.Context, cfg config.Config) error {

@@ -1,6 +1,7 @@
 package queries_test
 
 import (
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -32,7 +33,10 @@ func TestQueriesWeirPrismAndModels(t *testing.T) {
 
 // TestQueriesStreaming does the same with the generator as an unbounded
 // source with a watermark. It makes no late data, so every query must
-// give its batch results.
+// give its batch results. Prism's streaming runs are the slow half of this
+// package's time (query 7 alone takes Prism seconds where weir takes a
+// tenth of one), so they run only when WEIR_NEXMARK_PRISM_STREAMING=1 is
+// set; weir's are checked against the models in every run.
 func TestQueriesStreaming(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the batch runs cover the queries")
@@ -40,11 +44,26 @@ func TestQueriesStreaming(t *testing.T) {
 	crossCheck(t, true)
 }
 
+// prismStreaming reports whether the streaming check runs Prism too.
+func prismStreaming() bool { return os.Getenv("WEIR_NEXMARK_PRISM_STREAMING") == "1" }
+
 // prismRefuses names the queries Prism refuses at submission, and what it
 // says: query 11's repeated count trigger on merging (session) windows.
 var prismRefuses = map[string]string{
 	"11": "merging windows",
 }
+
+// prismVaries names the queries whose results on Prism now and then differ
+// from weir's and the model's under load: WinningBids' (queries 4, 6, 9).
+// Weir's match the model on every run. Prism, once in a few loaded runs,
+// loses or misjudges one auction (seen: query 4 twice and query 6 once,
+// one value differing; query 9 once, the first auction's winning bid
+// missing, and in make bench-nexmark 3,492 results where weir and the
+// model have 3,493). Why is not established; a watermark that Prism moves
+// while splits of the source still run would do it (a bid turns late).
+// A difference there is logged, not failed, so that make test does not
+// fail on Prism's timing.
+var prismVaries = map[string]bool{"4": true, "6": true, "9": true}
 
 func crossCheck(t *testing.T, streaming bool) {
 	cfg := testConfig()
@@ -67,6 +86,9 @@ func crossCheck(t *testing.T, streaming bool) {
 			if d := diff(got, want); d != "" {
 				t.Errorf("weir against the model: %s", d)
 			}
+			if streaming && !prismStreaming() {
+				return
+			}
 			onPrism, err := run(t, "prism", q, cfg, streaming)
 			if why, ok := prismRefuses[name]; ok {
 				if err == nil || !strings.Contains(err.Error(), why) {
@@ -77,7 +99,11 @@ func crossCheck(t *testing.T, streaming bool) {
 			if err != nil {
 				t.Fatalf("prism: %v", err)
 			}
-			if d := diff(onPrism, got); d != "" {
+			switch d := diff(onPrism, got); {
+			case d == "":
+			case prismVaries[name]:
+				t.Logf("Prism against weir (Prism's timing, see prismVaries): %s", d)
+			default:
 				t.Errorf("Prism against weir: %s", d)
 			}
 		})
