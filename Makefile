@@ -219,6 +219,17 @@ bench-backfill:
 bench-checkpoint:
 	$(GO) test ./runner -run TestCheckpointBackpressureBench -count=1 -v -timeout 30m -args -ckbench
 
+# The soak run (pipelines/soak): a streaming Kafka job checkpointing every
+# second for SOAK_DURATION (default 30m) on a real broker under a steady
+# stream; fails when memory, goroutines, open files, Pebble files,
+# checkpoint folders or job messages grow, or when its exactly-once output
+# is not exact. Writes docs/reliability.md's "Soak" section and
+# docs/soak/samples.csv; its broker, state and logs are in bin/soak.
+SOAK_DURATION ?= 30m
+.PHONY: soak
+soak:
+	SOAK_DURATION=$(SOAK_DURATION) $(GO) run ./pipelines/soak -out docs/reliability.md -csv docs/soak/samples.csv $(SOAKFLAGS)
+
 # pipelines/python/wordcount.py on weir, LOOPBACK and with an EXTERNAL
 # worker pool (python/run_example.py).
 .PHONY: run-python

@@ -168,6 +168,29 @@ func TestCheckpointFailureLogged(t *testing.T) {
 	}
 }
 
+// TestCheckpointCompletionsAreNotMessages: a completed checkpoint is a
+// debug record of the server's log, not a job message: a job that
+// checkpoints every second would otherwise fill its bounded messages
+// with them and push its warnings out (the soak run found it).
+func TestCheckpointCompletionsAreNotMessages(t *testing.T) {
+	j, lb := testJob("ck")
+	c := &jobCheckpoints{j: j}
+	j.Warn("weir: stage warning", "a warning worth keeping")
+	for id := range checkpoint.ID(maxMessages + 1) {
+		c.finished(checkpoint.Stats{ID: id + 1, Status: checkpoint.Completed})
+	}
+	if msgs, _, _ := j.Updates(0); len(msgs) != 1 || msgs[0].GetMessageText() != "a warning worth keeping" {
+		t.Errorf("%d job messages after %d checkpoints, want only the warning", len(msgs), maxMessages+1)
+	}
+	recs := find(lb.records(t), "weir: checkpoint completed")
+	if len(recs) != maxMessages+1 {
+		t.Fatalf("%d records of completed checkpoints, want %d", len(recs), maxMessages+1)
+	}
+	if r := recs[0]; r["level"] != "DEBUG" || r["checkpoint"] != 1.0 || r["job"] != "id-1" {
+		t.Errorf("the first checkpoint's record %v, want it at DEBUG naming the job and checkpoint 1", r)
+	}
+}
+
 // TestLostWorkerLogged: replacing a lost worker is a warning naming it and
 // its environment, whether or not a new one starts.
 func TestLostWorkerLogged(t *testing.T) {
