@@ -273,6 +273,17 @@ func (s *Splits) Emit() (mtime.Time, bool) { return s.mgr.Emit() }
 // AllIdle reports whether every split that has not ended is idle.
 func (s *Splits) AllIdle() bool { return s.mgr.AllIdle() }
 
+// Status is what the reader tells its consumers (Status): idle while
+// every split that has not ended is idle, and idle when it owns no split
+// at all, so that a reader left without a split holds nothing back
+// (FLINK-32414) without claiming the end of time, as +inf would.
+func (s *Splits) Status() Status {
+	if len(s.splits) == 0 {
+		return StatusIdle
+	}
+	return s.mgr.Status()
+}
+
 func (s *Splits) split(id SplitID) (*split, error) {
 	if id < 0 || int(id) >= len(s.splits) {
 		return nil, fmt.Errorf("watermarkmgr: split %d out of range [0, %d)", id, len(s.splits))
