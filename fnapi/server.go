@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/weir-runner/weir/internal/contain"
 )
 
 // Options configure a Server.
@@ -72,8 +74,10 @@ func NewServer(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fnapi: listen: %w", err)
 	}
-	s := &Server{opts: opts, lis: lis, grpc: grpc.NewServer(
-		grpc.MaxRecvMsgSize(256<<20), grpc.MaxSendMsgSize(256<<20))}
+	s := &Server{opts: opts, lis: lis}
+	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(256<<20), grpc.MaxSendMsgSize(256<<20),
+		grpc.ChainUnaryInterceptor(contain.UnaryServer(s.handlerPanicked)),
+		grpc.ChainStreamInterceptor(contain.StreamServer(s.handlerPanicked)))
 	s.mu.workers = map[string]*Worker{}
 	s.mu.descriptors = map[string]*fnpb.ProcessBundleDescriptor{}
 	fnpb.RegisterBeamFnControlServer(s.grpc, controlService{s: s})
@@ -165,10 +169,12 @@ func (c controlService) Control(stream fnpb.BeamFnControl_ControlServer) error {
 	if err != nil {
 		return err
 	}
+	contain.At(contain.FnControl, c.s.opts.JobID)
 	return w.serveControl(stream)
 }
 
 func (c controlService) GetProcessBundleDescriptor(_ context.Context, req *fnpb.GetProcessBundleDescriptorRequest) (*fnpb.ProcessBundleDescriptor, error) {
+	contain.At(contain.FnDescriptor, c.s.opts.JobID)
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
 	d, ok := c.s.mu.descriptors[req.GetProcessBundleDescriptorId()]
@@ -188,6 +194,7 @@ func (d dataService) Data(stream fnpb.BeamFnData_DataServer) error {
 	if err != nil {
 		return err
 	}
+	contain.At(contain.FnData, d.s.opts.JobID)
 	return w.serveData(stream)
 }
 
@@ -201,6 +208,7 @@ func (st stateService) State(stream fnpb.BeamFnState_StateServer) error {
 	if err != nil {
 		return err
 	}
+	contain.At(contain.FnState, st.s.opts.JobID)
 	return w.serveState(stream)
 }
 
@@ -214,6 +222,7 @@ func (p provisionService) GetProvisionInfo(ctx context.Context, _ *fnpb.GetProvi
 	if err != nil {
 		return nil, err
 	}
+	contain.At(contain.FnProvision, p.s.opts.JobID)
 	ep := p.s.APIDescriptor()
 	return &fnpb.GetProvisionInfoResponse{Info: &fnpb.ProvisionInfo{
 		PipelineOptions:  p.s.opts.PipelineOptions,

@@ -56,8 +56,7 @@ func StartHTTP(ctx context.Context, s *Server, addr string, opts HTTPOptions) (*
 	mux.Handle("GET /metrics", prov.Handler())
 	webui.Register(mux, uiBackend{s})
 	h := &HTTPService{lis: lis, prov: prov, done: make(chan struct{}),
-		srv: &http.Server{Handler: opts.Access.Handler("http", protectFromOtherSites(mux)), ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
+		srv: &http.Server{Handler: recoverHTTP(log, opts.Access.Handler("http", protectFromOtherSites(mux))), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
 	go func() {
 		defer close(h.done)
 		if err := h.srv.Serve(opts.Access.WrapListener(lis)); err != nil && !errors.Is(err, http.ErrServerClosed) {
