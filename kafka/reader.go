@@ -85,7 +85,7 @@ type Reader struct {
 	paused  []bool // what kgo has been told
 	budget  *Budget
 	read    int64 // records delivered by this reader
-	late    int64  // records behind the output watermark when read
+	late    int64 // records behind the output watermark when read
 	ends    time.Time
 	done    bool
 	statsMu sync.Mutex
