@@ -124,6 +124,6 @@ func (s *byteCountSink) Process(_ context.Context, _ int, elems [][]byte) error 
 	}
 	return nil
 }
-func (s *byteCountSink) Watermark(context.Context, int, mtime.Time) error   { return nil }
+func (s *byteCountSink) Watermark(context.Context, int, mtime.Time) error  { return nil }
 func (s *byteCountSink) Barrier(context.Context, executor.BarrierID) error { return nil }
 func (s *byteCountSink) Finish(context.Context) error                      { return nil }
