@@ -303,5 +303,18 @@ func testSourceSubtasksIdleInBand(t *testing.T, c *kafkatest.Broker) {
 				t.Errorf("subtask %d of %d partitions: idle %v", src.Subtask, len(src.Partitions), src.Idle)
 			}
 		}
+		// The owner's partition goes idle: both subtasks are then idle, and
+		// the sink's watermark stays where it was. A subtask without
+		// partitions that claimed +inf, rather than idleness, would let it
+		// jump to the end of time and fire every window.
+		for _, src := range metrics.Sources() {
+			if len(src.Partitions) == 0 && src.Output != mtime.MinTimestamp {
+				t.Errorf("subtask %d owns no partition and claims watermark %v", src.Subtask, src.Output)
+			}
+		}
+		time.Sleep(time.Second)
+		if wm, _ := sink.last(); wm != 5000 {
+			t.Errorf("with every subtask idle the sink's watermark is %v, want 5000", wm)
+		}
 	})
 }
