@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin
 
-.PHONY: all build run test vet fmt fuzz vr vr-prism bench bench-python bench-nexmark bench-backfill bench-checkpoint bench-overhead bench-streaming
+.PHONY: all build run test vet fmt fuzz vr vr-prism bench bench-python bench-nexmark bench-backfill bench-checkpoint bench-overhead bench-streaming bench-kafka-read
 
 all: build
 
@@ -210,6 +210,13 @@ bench-streaming:
 # A Kafka backfill (12 partitions, three days of event time at uneven
 # speeds, one-minute windows per key) with watermark alignment off and on:
 # prints the peak window state of each run (see docs/kafka.md).
+# Kafka read throughput with 1, 2 and 4 source subtasks over 8
+# partitions, on kfake and on a real broker that kafka.sh starts for the
+# run: prints the table of docs/benchmarks.md (Kafka read throughput).
+bench-kafka-read:
+	internal/tools/kafka.sh run $(BIN)/kafka-bench -- env WEIR_REQUIRE_KAFKA=1 \
+		$(GO) test ./kafka -run TestReadThroughputBench -count=1 -v -timeout 30m -args -readbench
+
 bench-backfill:
 	$(GO) test ./runner -run TestBackfillBench -count=1 -v -timeout 30m -args -backfill
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+
+	"github.com/weir-runner/weir/watermarkmgr"
 )
 
 // Checkpointer takes part in checkpoints on behalf of a graph's subtasks;
@@ -60,14 +62,19 @@ type BarrierRecord struct {
 }
 
 // ChannelMark is what a snapshot records of one input channel: the
-// watermark and synthetic processing time the subtask had processed
-// (MaxTimestamp for a channel that had ended), and the newest of each
+// watermark, status and synthetic processing time the subtask had
+// processed (MaxTimestamp for a channel that had ended), and the newest of each
 // that an unaligned barrier overtook: sent before the barrier, processed
 // after the snapshot, so a restore hands them over after the in-flight
 // data. MinTimestamp where there is none.
 type ChannelMark struct {
 	Watermark, ProcessingTime                 mtime.Time
 	InFlightWatermark, InFlightProcessingTime mtime.Time
+	// Idle says the channel's producer had said it was idle (KindStatus);
+	// InFlightIdle and InFlightActive, that the newest status the
+	// unaligned barrier overtook was idle or active (neither: none).
+	Idle                         bool
+	InFlightIdle, InFlightActive bool
 }
 
 // StateSnapshotter is implemented by operators that keep state outside the
@@ -119,6 +126,8 @@ func (g *gate) overtook(ch int, m Message) error {
 		c.flightWM = max(c.flightWM, m.Watermark)
 	case KindProcessingTime:
 		c.flightPT = max(c.flightPT, m.Watermark)
+	case KindStatus:
+		c.flightIdle, c.flightActive = m.Status == watermarkmgr.StatusIdle, m.Status != watermarkmgr.StatusIdle
 	}
 	return nil
 }
@@ -146,7 +155,7 @@ func (g *gate) channelMarks(b []ChannelMark) []ChannelMark {
 		if !live {
 			wm = mtime.MaxTimestamp
 		}
-		b = append(b, ChannelMark{Watermark: wm, ProcessingTime: c.pt})
+		b = append(b, ChannelMark{Watermark: wm, ProcessingTime: c.pt, Idle: live && g.ports[c.port].IsIdle(c.in)})
 	}
 	return b
 }

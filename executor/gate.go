@@ -43,8 +43,10 @@ type channelState struct {
 	deferred []Message
 	// flightWM and flightPT are the newest watermark and processing time
 	// the pending unaligned barrier overtook on the channel: in flight,
-	// as its data is (ChannelMark).
-	flightWM, flightPT mtime.Time
+	// as its data is (ChannelMark); flightIdle and flightActive, the
+	// newest status it overtook, if any.
+	flightWM, flightPT       mtime.Time
+	flightIdle, flightActive bool
 }
 
 // held says the channel may not deliver its next message now.
@@ -108,6 +110,11 @@ type gate struct {
 	// port's last watermark, whose least is the subtask's input watermark.
 	stats  *subtaskStats
 	portWM []mtime.Time
+
+	// status is what the subtask last told its consumers, once
+	// statusSent: idle while every live input is idle (statusChanged).
+	status     watermarkmgr.Status
+	statusSent bool
 }
 
 // watchSpread reports producer watermarks to w; from is each channel's
@@ -133,7 +140,7 @@ func (g *gate) observeSpread() {
 	}
 	for i := range g.channels {
 		c := &g.channels[i]
-		if wm, live := g.ports[c.port].InputWatermark(c.in); live {
+		if wm, live := g.ports[c.port].InputWatermark(c.in); live && !g.ports[c.port].IsIdle(c.in) {
 			g.spreadWM[c.from] = min(g.spreadWM[c.from], wm)
 		}
 	}
@@ -240,6 +247,9 @@ func (g *gate) process(ctx context.Context, ch int, m Message) error {
 			}
 		}
 		g.stats.in(m.Elems)
+		if g.stats != nil && g.ports[c.port].Behind(c.in) {
+			g.stats.late(m.Elems, g.ports[c.port].Input())
+		}
 		return g.op.Process(ctx, c.port, m.Elems)
 	case KindWatermark:
 		if g.unaligned && !c.got {
@@ -248,10 +258,16 @@ func (g *gate) process(ctx context.Context, ch int, m Message) error {
 		if err := g.ports[c.port].Advance(c.in, m.Watermark); err != nil {
 			return fmt.Errorf("executor: channel %d: %w", ch, err)
 		}
-		if g.spread != nil {
-			g.observeSpread()
+		// A watermark counts an idle channel again.
+		return g.statusChanged(ctx, c.port)
+	case KindStatus:
+		if g.unaligned && !c.got {
+			c.flightIdle, c.flightActive = m.Status == watermarkmgr.StatusIdle, m.Status != watermarkmgr.StatusIdle
 		}
-		return g.advance(ctx, c.port)
+		if err := g.ports[c.port].SetStatus(c.in, m.Status); err != nil {
+			return fmt.Errorf("executor: channel %d: %w", ch, err)
+		}
+		return g.statusChanged(ctx, c.port)
 	case KindProcessingTime:
 		if g.unaligned && !c.got {
 			c.flightPT = max(c.flightPT, m.Watermark)
@@ -270,7 +286,7 @@ func (g *gate) process(ctx context.Context, ch int, m Message) error {
 			return fmt.Errorf("executor: channel %d: %w", ch, err)
 		}
 		g.live--
-		if err := g.advance(ctx, c.port); err != nil {
+		if err := g.statusChanged(ctx, c.port); err != nil {
 			return err
 		}
 		if err := g.maybeAligned(ctx); err != nil {
@@ -301,6 +317,42 @@ func (g *gate) advance(ctx context.Context, port int) error {
 		g.noteInputWatermark(port, wm)
 	}
 	return g.op.Watermark(ctx, port, wm)
+}
+
+// statusChanged follows a change of a channel's status, or its end, on
+// port: the port's watermark may move (an idle channel leaves the
+// minimum), and the subtask tells its consumers when it turns idle, every
+// live input of every port being idle, or active again. Active goes out
+// before the advance it allows; idle after whatever advance came first.
+func (g *gate) statusChanged(ctx context.Context, port int) error {
+	st := watermarkmgr.StatusOf(g.ports)
+	if st == watermarkmgr.StatusActive && g.statusSent {
+		if err := g.sendStatus(ctx, st); err != nil {
+			return err
+		}
+	}
+	if g.spread != nil {
+		g.observeSpread()
+	}
+	if err := g.advance(ctx, port); err != nil {
+		return err
+	}
+	if st == watermarkmgr.StatusIdle {
+		return g.sendStatus(ctx, st)
+	}
+	return nil
+}
+
+// sendStatus tells the subtask's consumers its status once it changes.
+// Consumers take every channel for active until told otherwise, so a
+// subtask that never hears of idleness never sends one; a restored one
+// sends its status whatever it is (restore.go).
+func (g *gate) sendStatus(ctx context.Context, st watermarkmgr.Status) error {
+	if g.status == st && g.statusSent {
+		return nil
+	}
+	g.status, g.statusSent = st, true
+	return g.out.Status(ctx, st)
 }
 
 // advanceProcTime delivers the minimum synthetic processing time over the
@@ -403,7 +455,9 @@ func (g *gate) reach(ctx context.Context, ch int) error {
 func (g *gate) start(id BarrierID) {
 	g.pending, g.arrival, g.unaligned, g.flight = id, g.now(), false, inFlight{}
 	for i := range g.channels {
-		g.channels[i].flightWM, g.channels[i].flightPT = mtime.MinTimestamp, mtime.MinTimestamp
+		c := &g.channels[i]
+		c.flightWM, c.flightPT = mtime.MinTimestamp, mtime.MinTimestamp
+		c.flightIdle, c.flightActive = false, false
 	}
 	g.canSwitch = false
 	if g.cp != nil {
@@ -557,7 +611,9 @@ func (g *gate) maybeAligned(ctx context.Context) error {
 	}
 	marks := slices.Clone(g.marks)
 	for i := range marks {
-		marks[i].InFlightWatermark, marks[i].InFlightProcessingTime = g.channels[i].flightWM, g.channels[i].flightPT
+		c := &g.channels[i]
+		marks[i].InFlightWatermark, marks[i].InFlightProcessingTime = c.flightWM, c.flightPT
+		marks[i].InFlightIdle, marks[i].InFlightActive = c.flightIdle, c.flightActive
 	}
 	rec := BarrierRecord{Node: g.node, Subtask: g.sub, ID: id, Arrival: g.arrival,
 		Alignment: g.snapAt.Sub(g.arrival), Sync: g.sync, Unaligned: g.unaligned, InFlight: g.flight.buf,

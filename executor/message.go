@@ -1,6 +1,10 @@
 package executor
 
-import "github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+import (
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+
+	"github.com/weir-runner/weir/watermarkmgr"
+)
 
 // Kind says what a Message carries.
 type Kind uint8
@@ -15,6 +19,11 @@ const (
 	// Only jobs whose clock is driven by a TestStream send it; elsewhere
 	// operators read the wall clock.
 	KindProcessingTime
+	// KindStatus carries the producer's watermark status in Status:
+	// idle, its channel leaves the consumer's minimum until it says
+	// active again (watermarkmgr.Status, Flink's WatermarkStatus). An
+	// idle producer sends no watermark (Output).
+	KindStatus
 )
 
 // BarrierID numbers checkpoints; it only grows within a job.
@@ -26,6 +35,7 @@ type Message struct {
 	Elems     [][]byte // KindData: encoded elements
 	Watermark mtime.Time
 	Barrier   BarrierID
+	Status    watermarkmgr.Status // KindStatus
 	// pos is, for a barrier on a priority lane, how many messages its
 	// producer had sent on the channel before it (see inbox).
 	pos uint64

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/weir-runner/weir/watermarkmgr"
 	"github.com/weir-runner/weir/wire"
 )
 
@@ -68,6 +69,9 @@ type Output struct {
 	synthetic bool
 	pt        mtime.Time
 	stats     *subtaskStats // nil for an Output built by hand in a test
+	// ann, once the subtask has said its status, holds back watermarks
+	// while it is idle (Status).
+	ann *watermarkmgr.Announcer
 }
 
 // Emit sends elements to every edge of output port.
@@ -131,10 +135,41 @@ func (o *Output) emitEdge(ctx context.Context, e *edgeOut, elems [][]byte) error
 	}
 }
 
-// Watermark sends wm on every channel.
+// Watermark sends wm on every channel. While the subtask is idle
+// (Status) it sends nothing: wm follows the next Active.
 func (o *Output) Watermark(ctx context.Context, wm mtime.Time) error {
 	if o.stats != nil {
 		o.stats.outWM.Store(int64(wm))
+	}
+	if o.ann != nil && !o.ann.Watermark(wm) {
+		return nil
+	}
+	return o.broadcast(ctx, Message{Kind: KindWatermark, Watermark: wm})
+}
+
+// Status tells every consumer the subtask's watermark status when it
+// changes, and the first time whatever it is (watermarkmgr.Announcer):
+// idle, its channels leave their consumers' minimum, and the subtask
+// sends no watermark until it says active again, when the newest one it
+// held back follows. A source whose splits are all idle, or that has
+// none, says idle; the executor says it for a subtask whose inputs are
+// all idle.
+func (o *Output) Status(ctx context.Context, st watermarkmgr.Status) error {
+	if o.ann == nil {
+		o.ann = watermarkmgr.NewAnnouncer()
+	}
+	send, wm, ok := o.ann.SetStatus(st)
+	if !send {
+		return nil
+	}
+	if o.stats != nil {
+		o.stats.outIdle.Store(st == watermarkmgr.StatusIdle)
+	}
+	if err := o.broadcast(ctx, Message{Kind: KindStatus, Status: st}); err != nil {
+		return err
+	}
+	if !ok {
+		return nil
 	}
 	return o.broadcast(ctx, Message{Kind: KindWatermark, Watermark: wm})
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+
+	"github.com/weir-runner/weir/watermarkmgr"
 )
 
 // SubtaskRestore is what one subtask of a restored job starts from: the
@@ -94,10 +96,18 @@ func (g *gate) restore(ctx context.Context, rs *SubtaskRestore) error {
 		}
 		return g.op.Process(ctx, port, elems)
 	})
-	if err != nil || len(rs.Channels) == 0 {
+	if err != nil {
 		return err
 	}
-	return g.restoreChannels(ctx, rs.Channels, true)
+	if len(rs.Channels) > 0 {
+		if err := g.restoreChannels(ctx, rs.Channels, true); err != nil {
+			return err
+		}
+	}
+	// The consumers were restored with this subtask's channels as the
+	// checkpoint found them, idle or not, and it may start otherwise:
+	// tell them, whatever the status is.
+	return g.sendStatus(ctx, watermarkmgr.StatusOf(g.ports))
 }
 
 // restorePorts starts every channel of each port at the port's recorded
@@ -125,20 +135,34 @@ func (g *gate) restorePorts(ctx context.Context, wms []mtime.Time) error {
 	return nil
 }
 
-// restoreChannels moves each channel to its recorded watermark and
-// processing time, or with inFlight to those that were in flight, and
-// hands the operator whatever that advances.
+// restoreChannels moves each channel to its recorded watermark, status
+// and processing time, or with inFlight to those that were in flight, and
+// hands the operator whatever that advances. The status comes after the
+// watermark: a watermark counts an idle channel again, and a producer
+// that said idle sent none after it.
 func (g *gate) restoreChannels(ctx context.Context, marks []ChannelMark, inFlight bool) error {
 	for i, m := range marks {
 		c := &g.channels[i]
 		wm, pt := m.Watermark, m.ProcessingTime
+		idle, active := m.Idle, false
 		if inFlight {
 			wm, pt = m.InFlightWatermark, m.InFlightProcessingTime
+			idle, active = m.InFlightIdle, m.InFlightActive
 		}
 		if wm > mtime.MinTimestamp {
 			if err := g.ports[c.port].Advance(c.in, wm); err != nil {
 				return fmt.Errorf("executor: restore watermark of channel %d: %w", i, err)
 			}
+		}
+		var err error
+		switch {
+		case idle:
+			err = g.ports[c.port].Idle(c.in)
+		case active:
+			err = g.ports[c.port].Active(c.in)
+		}
+		if err != nil {
+			return fmt.Errorf("executor: restore status of channel %d: %w", i, err)
 		}
 		c.pt = max(c.pt, pt)
 	}

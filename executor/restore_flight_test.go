@@ -78,7 +78,9 @@ func TestRestoreWatermarksInFlight(t *testing.T) {
 	}
 	r := l.done[0]
 	ninf := mtime.MinTimestamp
-	want := []ChannelMark{{5, ninf, 20, 9}, {70, ninf, ninf, 11}}
+	want := []ChannelMark{
+		{Watermark: 5, ProcessingTime: ninf, InFlightWatermark: 20, InFlightProcessingTime: 9},
+		{Watermark: 70, ProcessingTime: ninf, InFlightWatermark: ninf, InFlightProcessingTime: 11}}
 	if !slices.Equal(r.Channels, want) {
 		t.Errorf("recorded channels %v, want %v", r.Channels, want)
 	}

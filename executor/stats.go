@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+
+	"github.com/weir-runner/weir/wire"
 )
 
 // subtaskStats counts what one subtask does, for the job's metrics and its
@@ -26,7 +28,12 @@ type subtaskStats struct {
 	bundleTime          atomic.Int64 // nanoseconds
 	bundleRetries       atomic.Int64
 	inWM, outWM         atomic.Int64 // mtime.Time
-	started, ended      atomic.Int64 // Unix nanoseconds; 0 until then
+	// outIdle: the subtask told its consumers it is idle (Output.Status).
+	outIdle atomic.Bool
+	// lateIn counts elements that came behind the input watermark on a
+	// channel back from idleness (gate).
+	lateIn         atomic.Int64
+	started, ended atomic.Int64 // Unix nanoseconds; 0 until then
 }
 
 func newSubtaskStats() *subtaskStats {
@@ -57,6 +64,21 @@ func count(elems [][]byte, n, bytes *atomic.Int64) {
 	}
 	n.Add(int64(len(elems)))
 	bytes.Add(int64(b))
+}
+
+// late counts the elements of a batch whose timestamp is behind wm: the
+// batch came on a channel behind the input watermark (back from idleness),
+// so some of it may be late. Only such batches are looked at.
+func (s *subtaskStats) late(elems [][]byte, wm mtime.Time) {
+	n := 0
+	for _, e := range elems {
+		if len(e) >= 8 && wire.DecodeTime(e) < wm {
+			n++
+		}
+	}
+	if n > 0 {
+		s.lateIn.Add(int64(n))
+	}
 }
 
 // waited adds a wait that began at since to idle or backpressured time.
@@ -105,7 +127,14 @@ type SubtaskSample struct {
 	// between its producers' watermarks when it last looked (zero where
 	// the job's spread warning is off).
 	InputSpread time.Duration
-	Ended       bool
+	// OutputIdle says the subtask last told its consumers it is idle:
+	// its output watermark holds none of them back.
+	OutputIdle bool
+	// LateInput counts the elements that came behind the subtask's input
+	// watermark on a channel back from idleness: late here, whatever their
+	// producer thought.
+	LateInput int64
+	Ended     bool
 }
 
 // Sample appends a sample of every subtask of the running graph to buf, in
@@ -129,7 +158,8 @@ func (g *Graph) Sample(buf []SubtaskSample) []SubtaskSample {
 				BundleRetries:  s.bundleRetries.Load(),
 				InputWatermark: mtime.Time(s.inWM.Load()), OutputWatermark: mtime.Time(s.outWM.Load()),
 				QueueDepth: len(st.in.data.slots), QueueCapacity: cap(st.in.data.slots),
-				InputSpread: time.Duration(st.spread.last(st.index)) * time.Millisecond}
+				InputSpread: time.Duration(st.spread.last(st.index)) * time.Millisecond,
+				OutputIdle:  s.outIdle.Load(), LateInput: s.lateIn.Load()}
 			if start := s.started.Load(); start != 0 {
 				end := s.ended.Load()
 				sm.Ended = end != 0

@@ -82,6 +82,13 @@ type Subtask struct {
 	// queue, of QueueCapacity.
 	QueueDepth    int `json:"queueDepth"`
 	QueueCapacity int `json:"queueCapacity"`
+	// WatermarkIdle says the subtask told its consumers it is idle (every input,
+	// or every Kafka partition it owns, idle, or none owned): its
+	// watermark holds none of them back.
+	WatermarkIdle bool `json:"watermarkIdle,omitempty"`
+	// LateInput counts elements that came behind the subtask's input
+	// watermark from an input back from idleness.
+	LateInput int64 `json:"lateInput,omitempty"`
 }
 
 // Counts are cumulative totals since the job started.

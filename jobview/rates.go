@@ -55,6 +55,15 @@ func (s *Stage) Rollup(now time.Time) {
 	var r Rates
 	var q Ratios
 	in, out := MaxWatermark, MaxWatermark
+	// An idle subtask holds its consumers back no more than an ended one:
+	// the stage is as far as its slowest subtask that is not idle, or,
+	// every one idle, as its slowest.
+	active := 0
+	for _, st := range s.Subtasks {
+		if !st.WatermarkIdle {
+			active++
+		}
+	}
 	for _, st := range s.Subtasks {
 		c.add(st.Counts)
 		r.ElementsInPerSecond += st.ElementsInPerSecond
@@ -64,7 +73,9 @@ func (s *Stage) Rollup(now time.Time) {
 		q.Busy = max(q.Busy, st.Busy)
 		q.Idle = max(q.Idle, st.Idle)
 		q.Backpressured = max(q.Backpressured, st.Backpressured)
-		in, out = min(in, st.InputWatermark), min(out, st.OutputWatermark)
+		if !st.WatermarkIdle || active == 0 {
+			in, out = min(in, st.InputWatermark), min(out, st.OutputWatermark)
+		}
 	}
 	if len(s.Subtasks) == 0 {
 		in, out = MinWatermark, MinWatermark

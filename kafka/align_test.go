@@ -41,13 +41,14 @@ func TestAlignmentReachesKgo(t *testing.T) {
 		noIdle  bool
 		steps   []alignStep
 		drift1  bool // a maximum drift of 1 ms instead of 10 s: the configuration refuses 0
+		split   int  // if set, the readers are this many subtasks of one source of topic a
 	}{
 		{"the partition past min + drift pauses alone, and resumes", 0, 1, false, []alignStep{
 			{produce: []rec{{partition: 0, val: "a0", ts: 1 * s}, {partition: 1, val: "a1", ts: 100 * s}, {partition: 2, val: "a2", ts: 5 * s}},
 				read: []string{"a0", "a1", "a2"}, advance: time.Second, paused: []int32{1}},
 			{produce: []rec{{partition: 0, val: "b0", ts: 95 * s}, {partition: 2, val: "b2", ts: 96 * s}},
 				read: []string{"b0", "b2"}, advance: time.Second, paused: nil},
-		}, false},
+		}, false, 0},
 		{"a paused partition's records wait for its resume, none skipped", 0, 1, false, []alignStep{
 			{produce: []rec{{partition: 0, val: "a0", ts: 1 * s}, {partition: 1, val: "a1", ts: 100 * s}, {partition: 2, val: "a2", ts: 1 * s}},
 				read: []string{"a0", "a1", "a2"}, advance: time.Second, paused: []int32{1}},
@@ -57,14 +58,14 @@ func TestAlignmentReachesKgo(t *testing.T) {
 				// the bound follows the minimum at once: no waiting for the
 				// next announcement
 				read: []string{"b0", "b2", "held1", "held2"}, advance: time.Second, paused: nil},
-		}, false},
+		}, false, 0},
 		{"a paused partition is never idle; the quiet one goes idle and releases it (FLINK-35886, FLINK-32496)", 0, 1, false, []alignStep{
 			{produce: []rec{{partition: 0, val: "a0", ts: 1 * s}, {partition: 1, val: "a1", ts: 100 * s}, {partition: 2, val: "a2", ts: 100 * s}},
 				read: []string{"a0", "a1", "a2"}, advance: time.Second, paused: []int32{1, 2}},
 			// 40 s of quiet: partition 0 goes idle, the paused ones do not;
 			// the minimum is then theirs, and they resume.
 			{advance: 40 * time.Second, paused: nil, idle: []int32{0}},
-		}, false},
+		}, false, 0},
 		{"buffer 3: paused only once its sample of two intervals ago is past the bound (FLINK-37399)", 3, 1, false, []alignStep{
 			{produce: []rec{{partition: 0, val: "a0", ts: 1 * s}, {partition: 1, val: "a1", ts: 5 * s}, {partition: 2, val: "a2", ts: 1 * s}},
 				read: []string{"a0", "a1", "a2"}, advance: time.Second, paused: nil},
@@ -72,7 +73,7 @@ func TestAlignmentReachesKgo(t *testing.T) {
 				read: []string{"b1"}, advance: time.Second, paused: nil},
 			{advance: time.Second, paused: nil},
 			{advance: time.Second, paused: []int32{1}},
-		}, false},
+		}, false, 0},
 		{"a group across two sources: the other source's slow partition pauses this one", 0, 2, false, []alignStep{
 			// reader 0 reads topic a, reader 1 topic b (see below): all
 			// produced records go to topic a; b's partitions stay at -inf
@@ -80,7 +81,7 @@ func TestAlignmentReachesKgo(t *testing.T) {
 			{produce: []rec{{partition: 0, val: "a0", ts: 1 * s}, {partition: 1, val: "a1", ts: 1 * s}, {partition: 2, val: "a2", ts: 1 * s}},
 				read: []string{"a0", "a1", "a2"}, advance: time.Second, paused: []int32{0, 1, 2}},
 			{advance: 40 * time.Second, paused: nil},
-		}, false},
+		}, false, 0},
 		{"no idle timeout: a partition at the end of its log stops holding the bound, the watermark still waits for it", 0, 1, true, []alignStep{
 			{produce: []rec{{partition: 0, val: "a0", ts: 1 * s}, {partition: 1, val: "a1", ts: 1 * s}, {partition: 2, val: "a2", ts: 50 * s}},
 				read: []string{"a0", "a1", "a2"}, advance: time.Second, paused: []int32{2}, output: 1 * s},
@@ -97,7 +98,7 @@ func TestAlignmentReachesKgo(t *testing.T) {
 			// not late, since the watermark waited: partition 2 pauses again.
 			{produce: []rec{{partition: 0, val: "c0", ts: 3 * s}},
 				read: []string{"c0"}, advance: time.Second, paused: []int32{2}, output: 2 * s},
-		}, false},
+		}, false, 0},
 		{"records fetched past the bound are held until the bound moves, and the position excludes them", 0, 1, false, []alignStep{
 			// Partition 1's three records come in one fetch; only the first
 			// is delivered (every partition is at -inf, so each may deliver
@@ -119,7 +120,7 @@ func TestAlignmentReachesKgo(t *testing.T) {
 			// fetches again.
 			{produce: []rec{{partition: 0, val: "c0", ts: 35 * s}, {partition: 2, val: "c2", ts: 35 * s}},
 				read: []string{"c0", "c2", "h2"}, advance: time.Second, paused: nil, output: 35 * s, next: []int64{3, 3, 3}},
-		}, false},
+		}, false, 0},
 		{"drift 1 ms, about 0: only partitions at the minimum move, one record at a time; none is stuck", 0, 1, false, []alignStep{
 			// Every partition starts at -inf and delivers its first record;
 			// then partition 0 holds the minimum (1 s) and has no more, so
@@ -134,14 +135,26 @@ func TestAlignmentReachesKgo(t *testing.T) {
 			// at 3 s, is paused by the group; partition 2 resumes.
 			{produce: []rec{{partition: 0, val: "b0", ts: 2 * s}},
 				read: []string{"b0", "h1"}, advance: time.Second, paused: []int32{1}, output: 2 * s, next: []int64{2, 2, 1}},
-		}, true},
+		}, true, 0},
+		{"a group across the subtasks of one source: each partition is its own subtask's, and the pause decision spans them", 0, 0, false, []alignStep{
+			{produce: []rec{{partition: 0, val: "a0", ts: 1 * s}, {partition: 1, val: "a1", ts: 100 * s}, {partition: 2, val: "a2", ts: 5 * s}},
+				read: []string{"a0", "a1", "a2"}, advance: time.Second, paused: []int32{1}},
+			{produce: []rec{{partition: 1, val: "held1", ts: 101 * s}},
+				read: nil, advance: time.Second, paused: []int32{1}},
+			{produce: []rec{{partition: 0, val: "b0", ts: 95 * s}, {partition: 2, val: "b2", ts: 96 * s}},
+				read: []string{"b0", "b2", "held1"}, advance: time.Second, paused: nil},
+		}, false, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCluster(t, 3, "a", "b")
 			clock := newFakeClock()
 			groups := NewGroups()
 			var readers []*Reader
-			for i, topic := range []string{"a", "b"}[:tc.readers] {
+			topics := []string{"a", "b"}[:tc.readers]
+			for range tc.split {
+				topics = append(topics, "a")
+			}
+			for i, topic := range topics {
 				drift := int64(10 * s)
 				if tc.drift1 {
 					drift = 1
@@ -152,10 +165,16 @@ func TestAlignmentReachesKgo(t *testing.T) {
 				if tc.noIdle {
 					cfg.IdleTimeoutMillis = 0
 				}
-				r, err := Open(context.Background(), &cfg, ReaderOptions{Name: fmt.Sprint("src", i), Clock: clock,
-					Groups: groups, PollWait: 10 * time.Millisecond})
+				opts := ReaderOptions{Name: fmt.Sprint("src", i), Clock: clock, Groups: groups, PollWait: 10 * time.Millisecond}
+				if tc.split > 0 {
+					opts.Name, opts.Assign = fmt.Sprintf("src[%d]", i), Assignment{Index: i, Of: tc.split}
+				}
+				r, err := Open(context.Background(), &cfg, opts)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if n := len(r.Stats().Partitions); tc.split > 0 && n != 3/tc.split {
+					t.Fatalf("subtask %d of %d reads %d partitions of 3", i, tc.split, n)
 				}
 				defer r.Close()
 				readers = append(readers, r)
@@ -196,6 +215,12 @@ func TestAlignmentReachesKgo(t *testing.T) {
 				clock.Advance(st.advance)
 				readUntil(i, st.then)
 				paused := readers[0].PausedPartitions()["a"]
+				if tc.split > 0 {
+					paused = nil
+					for _, r := range readers {
+						paused = append(paused, r.PausedPartitions()["a"]...)
+					}
+				}
 				sort.Slice(paused, func(i, j int) bool { return paused[i] < paused[j] })
 				if fmt.Sprint(paused) != fmt.Sprint(st.paused) && !(len(paused) == 0 && len(st.paused) == 0) {
 					t.Errorf("step %d: kgo pauses %v, want %v; group %+v", i, paused, st.paused, groups.Announcements()["g"])

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
@@ -19,7 +20,8 @@ import (
 )
 
 // ReadConnector runs kafkaio.ReadURN: a read of every partition of its
-// topics, in one subtask (Source).
+// topics, as the configured number of subtasks (Source), each reading the
+// partitions Owner gives it.
 type ReadConnector struct{}
 
 // WriteConnector runs kafkaio.WriteURN: a write on every subtask, each
@@ -161,11 +163,22 @@ type readStage struct{ cfg *kafkaio.ReadConfig }
 // Config returns the read's configuration.
 func (r *readStage) Config() *kafkaio.ReadConfig { return r.cfg }
 
-// Placement implements connector.Config: one subtask reads every
-// partition, so its watermark is the minimum over the partitions that are
-// not idle, which one subtask computes exactly (an idle subtask could not
-// tell its consumers so).
-func (r *readStage) Placement() connector.Placement { return connector.Placement{Parallelism: 1} }
+// Placement implements connector.Config: the read's parallelism, one
+// subtask unless its configuration asks for more. Each subtask emits the
+// minimum over its own partitions and says in-band when they are all idle
+// (or it owns none), so its consumers' minimum over subtasks is the
+// minimum over partitions that one subtask would compute.
+//
+// Not the job's parallelism by default: the read's parallelism is part of
+// the job's shape, and a checkpoint taken with one reading subtask, as
+// every one before 2026-12-02 was, would be refused by a job reading with
+// more (docs/decisions.md).
+func (r *readStage) Placement() connector.Placement {
+	return connector.Placement{Parallelism: r.parallelism()}
+}
+
+// parallelism returns the number of subtasks the read runs as.
+func (r *readStage) parallelism() int { return max(r.cfg.Parallelism, 1) }
 
 // Build implements connector.Config.
 func (r *readStage) Build(b *connector.BuildContext) (connector.Node, error) {
@@ -180,12 +193,42 @@ func (r *readStage) Build(b *connector.BuildContext) (connector.Node, error) {
 	}
 	job := shared(b.Job)
 	onError := b.Job.Retried()
+	n := r.parallelism()
+	budgets := &runBudgets{records: cfg.MaxRecords, subtasks: n}
 	// A new Source for every run of the graph: it keeps the offsets it
 	// has still to commit.
-	return connector.Node{NewSource: func(int, *executor.Output) (executor.Source, error) {
-		return &Source{Config: cfg, Transform: b.Transform, Metrics: job.metrics, Drain: b.Job.Drain(),
-			Options: ReaderOptions{Name: b.Stage, Groups: job.groups, OnError: onError}}, nil
+	return connector.Node{NewSource: func(sub int, _ *executor.Output) (executor.Source, error) {
+		opts := ReaderOptions{Name: b.Stage, Groups: job.groups, OnError: onError}
+		if n > 1 {
+			opts.Assign = Assignment{Index: sub, Of: n}
+		}
+		if cfg.MaxRecords > 0 {
+			opts.Budget = budgets.get(sub)
+		}
+		return &Source{Config: cfg, Transform: b.Transform, Metrics: job.metrics, Drain: b.Job.Drain(), Options: opts}, nil
 	}}, nil
+}
+
+// runBudgets hands the subtasks of one run of the graph a Budget of their
+// own: a restarted graph counts afresh from its checkpoint. A subtask
+// asking again starts the next run.
+type runBudgets struct {
+	records  int64
+	subtasks int
+
+	mu    sync.Mutex
+	cur   *Budget
+	given map[int]bool
+}
+
+func (b *runBudgets) get(sub int) *Budget {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cur == nil || b.given[sub] {
+		b.cur, b.given = NewBudget(b.records, b.subtasks), map[int]bool{}
+	}
+	b.given[sub] = true
+	return b.cur
 }
 
 // writeStage is a decoded Kafka write.

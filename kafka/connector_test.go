@@ -8,6 +8,7 @@ import (
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/weir-runner/weir/connector"
 	"github.com/weir-runner/weir/connector/connectortest"
 	"github.com/weir-runner/weir/kafkaio"
 	"github.com/weir-runner/weir/translate"
@@ -177,5 +178,69 @@ func TestKafkaUnknownWithoutConnectors(t *testing.T) {
 	_, err := connectortest.Build(t, kafkaPipeline(t))
 	if err == nil || !strings.Contains(err.Error(), kafkaio.ReadURN+"): transform URN is not supported") {
 		t.Errorf("Build without connectors = %v, want the read refused", err)
+	}
+}
+
+// fakeJob is the connector.Job of a read stage built outside a runner.
+type fakeJob struct{ shared map[any]any }
+
+func (j *fakeJob) Warnf(string, ...any)   {}
+func (j *fakeJob) Retried() func(error)   { return func(error) {} }
+func (j *fakeJob) Checkpoints() bool      { return true }
+func (j *fakeJob) Drain() <-chan struct{} { return nil }
+func (j *fakeJob) Shared(key any, make func() any) any {
+	if j.shared[key] == nil {
+		j.shared[key] = make()
+	}
+	return j.shared[key]
+}
+func (j *fakeJob) AddMetrics(func() []*pipepb.MonitoringInfo) {}
+func (j *fakeJob) AddSplits(connector.SplitReporter)          {}
+
+// TestReadPlacement: the read runs as its configured parallelism (one by
+// default), each subtask's source reading its share of the partitions;
+// the subtasks of one run of the graph share one budget of max_records,
+// and a new run (a restart) gets a new one. A negative parallelism is
+// refused.
+func TestReadPlacement(t *testing.T) {
+	sources := func(cfg *kafkaio.ReadConfig, subs ...int) (connector.Placement, []*Source) {
+		t.Helper()
+		stage := &readStage{cfg: cfg}
+		node, err := stage.Build(&connector.BuildContext{Stage: "read", Transform: "t1", Job: &fakeJob{shared: map[any]any{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []*Source
+		for _, sub := range subs {
+			src, err := node.NewSource(sub, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, src.(*Source))
+		}
+		return stage.Placement(), out
+	}
+	one, srcs := sources(&kafkaio.ReadConfig{Topics: []string{"in"}}, 0)
+	if one.Parallelism != 1 || srcs[0].Options.Assign != (Assignment{}) || srcs[0].Options.Budget != nil {
+		t.Errorf("default: placement %+v, options %+v", one, srcs[0].Options)
+	}
+	three, srcs := sources(&kafkaio.ReadConfig{Topics: []string{"in"}, Parallelism: 3, MaxRecords: 10}, 0, 1, 2, 0, 1, 2)
+	if three.Parallelism != 3 {
+		t.Errorf("parallelism 3: placement %+v", three)
+	}
+	for i, s := range srcs {
+		if want := (Assignment{Index: i % 3, Of: 3}); s.Options.Assign != want {
+			t.Errorf("source %d reads %+v, want %+v", i, s.Options.Assign, want)
+		}
+	}
+	if b := srcs[0].Options.Budget; b == nil || srcs[1].Options.Budget != b || srcs[2].Options.Budget != b {
+		t.Error("the subtasks of one run do not share a budget")
+	}
+	if srcs[3].Options.Budget == srcs[0].Options.Budget || srcs[4].Options.Budget != srcs[3].Options.Budget {
+		t.Error("a second run of the graph does not get a budget of its own")
+	}
+	if _, err := kafkaio.DecodeRead([]byte(`{"bootstrap_servers":["x"],"topics":["in"],"parallelism":-1}`)); err == nil ||
+		!strings.Contains(err.Error(), "parallelism") {
+		t.Errorf("parallelism -1: %v", err)
 	}
 }

@@ -2,8 +2,9 @@
 // and the writer behind kafkaio's native transforms, and the executor
 // operators that run them.
 //
-// A Reader consumes every partition of the configured topics with one
-// franz-go client, from offsets it resolves itself at the start (earliest,
+// A Reader consumes its share of the partitions of the configured topics
+// (all of them for a read of one subtask; Assignment and Owner spread them
+// over a read's subtasks) with one franz-go client, from offsets it resolves itself at the start (earliest,
 // latest, the group's committed offsets, or the first offset at or after an
 // event time in every partition), so it always knows each partition's next
 // offset. Per partition it assigns event time by the timestamp policy and
@@ -15,6 +16,12 @@
 // ResumeFetchPartitions; records kgo had buffered for a paused partition
 // are dropped by kgo without moving its offset, so they are fetched again on
 // resume and nothing is skipped.
+//
+// A read of several subtasks is several Sources, each with its Reader:
+// each emits the watermark of its own partitions and tells its consumers
+// in-band when they are all idle or it owns none
+// (executor.Output.Status), so their minimum over subtasks is the minimum
+// over partitions. A bounded read's subtasks share max_records (Budget).
 //
 // A Writer produces at least once: it produces asynchronously, and Flush
 // waits for every record, producing the failed ones again with back-off

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 
 	"github.com/weir-runner/weir/metrics"
@@ -47,23 +48,25 @@ func (m *Metrics) MonitoringInfos() []*pipepb.MonitoringInfo {
 	var out []*pipepb.MonitoringInfo
 	groupOf := map[string]string{}
 	for _, t := range transforms {
+		stats := make([]Stats, 0, len(readers[t]))
 		for _, r := range readers[t] {
-			s := r.Stats()
+			stats = append(stats, r.Stats())
 			if r.cfg.AlignmentGroup != "" {
 				groupOf[r.cfg.AlignmentGroup] = t
 			}
-			out = append(out,
-				gauge(MetricWatermark, t, int64(s.Output)),
-				gauge(MetricSpread, t, s.Spread.Milliseconds()),
-				gauge(MetricPaused, t, int64(s.Paused)),
-				metrics.UserCounter(MetricsNamespace, MetricRecords, t, s.Records),
-				metrics.UserCounter(MetricsNamespace, MetricLate, t, s.Late))
-			for _, p := range s.Partitions {
-				suffix := fmt.Sprintf("/%s/%d", p.Topic, p.Partition)
-				out = append(out, gauge(MetricPartitionWM+suffix, t, int64(p.Watermark)))
-				if p.Lag >= 0 {
-					out = append(out, gauge(MetricPartitionLag+suffix, t, p.Lag))
-				}
+		}
+		s := combine(stats)
+		out = append(out,
+			gauge(MetricWatermark, t, int64(s.Output)),
+			gauge(MetricSpread, t, s.Spread.Milliseconds()),
+			gauge(MetricPaused, t, int64(s.Paused)),
+			metrics.UserCounter(MetricsNamespace, MetricRecords, t, s.Records),
+			metrics.UserCounter(MetricsNamespace, MetricLate, t, s.Late))
+		for _, p := range s.Partitions {
+			suffix := fmt.Sprintf("/%s/%d", p.Topic, p.Partition)
+			out = append(out, gauge(MetricPartitionWM+suffix, t, int64(p.Watermark)))
+			if p.Lag >= 0 {
+				out = append(out, gauge(MetricPartitionLag+suffix, t, p.Lag))
 			}
 		}
 	}
@@ -81,4 +84,42 @@ func (m *Metrics) MonitoringInfos() []*pipepb.MonitoringInfo {
 		}
 	}
 	return out
+}
+
+// combine makes one source's statistics of its subtasks' readers: one
+// transform, one set of gauges. Counts add; the watermark is the least
+// over the readers that are not idle (all of them when every one is), as
+// the source's consumers take it; the spread is over every partition.
+func combine(readers []Stats) Stats {
+	if len(readers) == 1 {
+		return readers[0]
+	}
+	var s Stats
+	s.Output = mtime.MaxTimestamp
+	active := 0
+	for _, r := range readers {
+		if !r.Idle {
+			active++
+		}
+	}
+	low, high := mtime.MaxTimestamp, mtime.MinTimestamp
+	for _, r := range readers {
+		if !r.Idle || active == 0 {
+			s.Output = min(s.Output, r.Output)
+		}
+		s.Records += r.Records
+		s.Late += r.Late
+		s.Paused += r.Paused
+		s.Partitions = append(s.Partitions, r.Partitions...)
+		for _, p := range r.Partitions {
+			if !p.Idle && p.Watermark > mtime.MinTimestamp && p.Watermark < mtime.MaxTimestamp {
+				low, high = min(low, p.Watermark), max(high, p.Watermark)
+			}
+		}
+	}
+	if low < high {
+		s.Spread = time.Duration(high-low) * time.Millisecond
+	}
+	s.Idle = active == 0 && len(readers) > 0
+	return s
 }

@@ -19,7 +19,11 @@ import (
 type Position struct {
 	// Next maps topic → partition → the next offset to read.
 	Next map[string]map[int32]int64 `json:"next"`
-	Read int64                      `json:"read,omitempty"`
+	// Read counts the records this reader delivered; Total, for a bounded
+	// read, those its subtasks delivered in all when the position was
+	// taken (Budget).
+	Read  int64 `json:"read,omitempty"`
+	Total int64 `json:"total,omitempty"`
 	// Marks maps topic → partition → its watermark state: the largest
 	// event time delivered, idleness and the activity clock. Without them
 	// a restored reader starts every partition at -inf and active, so its
@@ -36,6 +40,9 @@ func (r *Reader) Position() Position {
 	wm := r.splits.Emitted()
 	pos := Position{Next: map[string]map[int32]int64{}, Read: r.read,
 		Marks: map[string]map[int32]watermarkmgr.SplitMark{}, Watermark: &wm}
+	if r.budget != nil {
+		pos.Total = r.budget.count()
+	}
 	for i, p := range r.parts {
 		if pos.Next[p.topic] == nil {
 			pos.Next[p.topic] = map[int32]int64{}
@@ -48,9 +55,21 @@ func (r *Reader) Position() Position {
 }
 
 // resume moves the partitions a restored position lists to its offsets.
-func (r *Reader) resume(pos *Position) {
+// A position that lists a partition another subtask of the read owns now
+// is refused: its offset would be lost there and read from the start
+// here.
+func (r *Reader) resume(pos *Position) error {
 	if pos == nil {
-		return
+		return nil
+	}
+	a := r.opts.Assign
+	for topic, parts := range pos.Next {
+		for p := range parts {
+			if !a.Owns(topic, p) {
+				return fmt.Errorf("kafka source %s: the checkpoint's position of subtask %d holds topic %q partition %d, which subtask %d of %d reads now: restore the read at the parallelism it was checkpointed with",
+					r.name, a.Index, topic, p, Owner(topic, p, a.Of), a.Of)
+			}
+		}
 	}
 	for i := range r.parts {
 		p := &r.parts[i]
@@ -59,6 +78,7 @@ func (r *Reader) resume(pos *Position) {
 		}
 	}
 	r.read = pos.Read
+	return nil
 }
 
 // resumeWatermarks puts the partitions a restored position lists back at

@@ -42,6 +42,12 @@ type ReaderOptions struct {
 	// offset instead of the configured start; others (added since) start
 	// as configured.
 	Resume *Position
+	// Assign is the reader's share of the partitions when the read runs
+	// as several subtasks; the zero value takes them all.
+	Assign Assignment
+	// Budget is shared by the subtasks of a bounded read (MaxRecords);
+	// nil makes one of this reader alone.
+	Budget *Budget
 }
 
 // Record is a record as the reader delivers it.
@@ -77,8 +83,9 @@ type Reader struct {
 	// (release). With an alignment group and no sample buffer.
 	hold    bool
 	paused  []bool // what kgo has been told
-	read    int64  // records delivered
-	late    int64  // records behind the output watermark when read
+	budget  *Budget
+	read    int64 // records delivered by this reader
+	late    int64 // records behind the output watermark when read
 	ends    time.Time
 	done    bool
 	statsMu sync.Mutex
@@ -105,6 +112,9 @@ func Open(ctx context.Context, cfg *kafkaio.ReadConfig, opts ReaderOptions) (*Re
 	}
 	if opts.OnError == nil {
 		opts.OnError = func(error) {}
+	}
+	if err := opts.Assign.Validate(); err != nil {
+		return nil, fmt.Errorf("kafka source %s: %w", opts.Name, err)
 	}
 	r := &Reader{name: opts.Name, cfg: cfg, opts: opts, clock: opts.Clock}
 	if cfg.AlignmentGroup != "" {
@@ -154,7 +164,7 @@ func Open(ctx context.Context, cfg *kafkaio.ReadConfig, opts ReaderOptions) (*Re
 	r.client = cl
 	adm := kadm.NewClient(cl)
 	for attempt := 0; ; attempt++ {
-		r.parts, err = resolve(ctx, adm, r.name, cfg)
+		r.parts, err = resolve(ctx, adm, r.name, cfg, opts.Assign)
 		if err == nil {
 			break
 		}
@@ -168,7 +178,21 @@ func Open(ctx context.Context, cfg *kafkaio.ReadConfig, opts ReaderOptions) (*Re
 			return nil, err
 		}
 	}
-	r.resume(opts.Resume)
+	if err := r.resume(opts.Resume); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	if cfg.MaxRecords > 0 {
+		r.budget = opts.Budget
+		if r.budget == nil {
+			r.budget = NewBudget(cfg.MaxRecords, 1)
+		}
+		var read, total int64
+		if pos := opts.Resume; pos != nil {
+			read, total = pos.Read, pos.Total
+		}
+		r.budget.join(read, total)
+	}
 	now := r.clock.Now()
 	r.splits = watermarkmgr.NewSplits(len(r.parts), watermarkmgr.SplitsConfig{
 		OutOfOrderness: time.Duration(cfg.MaxOutOfOrdernessMillis) * time.Millisecond,
@@ -289,6 +313,18 @@ func (r *Reader) Poll(ctx context.Context) ([]Record, error) {
 	if !r.ends.IsZero() && !r.clock.Now().Before(r.ends) {
 		return nil, r.finish()
 	}
+	if r.budget != nil {
+		if r.budget.exhausted() {
+			return nil, r.finish()
+		}
+		// The read's other subtasks must add what a restored one had read
+		// before any reads more.
+		select {
+		case <-r.budget.Ready():
+		default:
+			return nil, r.waitBudget(ctx)
+		}
+	}
 	var out []Record
 	if r.hold {
 		// Other readers of the group may have moved the bound since the
@@ -323,9 +359,6 @@ func (r *Reader) Poll(ctx context.Context) ([]Record, error) {
 			p.high = fp.HighWatermark
 		}
 		for _, rec := range fp.Records {
-			if !r.hold && r.cfg.MaxRecords > 0 && r.read >= r.cfg.MaxRecords {
-				return
-			}
 			if rec.Attrs.IsControl() {
 				p.skipTo = rec.Offset + 1
 				p.skip()
@@ -340,6 +373,11 @@ func (r *Reader) Poll(ctx context.Context) ([]Record, error) {
 				// Delivered by release below, now or once the bound allows.
 				p.held = append(p.held, heldRecord{rec: rec, t: t})
 				continue
+			}
+			// A bounded read's subtasks share max_records: the record is
+			// delivered only if the budget has one left for it.
+			if r.budget != nil && !r.budget.take() {
+				return
 			}
 			if err = r.deliver(i, rec, t, now, &out); err != nil {
 				return
@@ -374,7 +412,7 @@ func (r *Reader) endPoll(out []Record, now time.Time, release bool) ([]Record, e
 	if err := r.align(now); err != nil {
 		return nil, err
 	}
-	if r.cfg.MaxRecords > 0 && r.read >= r.cfg.MaxRecords {
+	if r.budget != nil && r.budget.exhausted() {
 		return out, r.finish()
 	}
 	r.updateStats()
@@ -424,12 +462,12 @@ func (r *Reader) release(out []Record, now time.Time) ([]Record, error) {
 	for i := range r.parts {
 		p := &r.parts[i]
 		for len(p.held) > 0 {
-			if r.cfg.MaxRecords > 0 && r.read >= r.cfg.MaxRecords {
-				return out, nil
-			}
 			h := p.held[0]
 			if !b.Admits(r.splits.Watermark(watermarkmgr.SplitID(i)), h.t, ooo) {
 				break
+			}
+			if r.budget != nil && !r.budget.take() {
+				return out, nil
 			}
 			if err := r.deliver(i, h.rec, h.t, now, &out); err != nil {
 				return nil, err
@@ -582,6 +620,25 @@ func (r *Reader) finish() error {
 // partitions that are neither idle nor ended, and whether it advanced
 // since the last call.
 func (r *Reader) Watermark() (mtime.Time, bool) { return r.splits.Emit() }
+
+// Status is what the reader tells its consumers besides its watermark:
+// idle while every partition it owns that has not ended is idle, or when
+// it owns none (watermarkmgr.Splits.Status).
+func (r *Reader) Status() watermarkmgr.Status { return r.splits.Status() }
+
+// waitBudget waits, up to PollWait, for the read's other subtasks to join
+// its budget.
+func (r *Reader) waitBudget(ctx context.Context) error {
+	t := time.NewTimer(r.opts.PollWait)
+	defer t.Stop()
+	select {
+	case <-r.budget.Ready():
+	case <-t.C:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	return nil
+}
 
 // PausedPartitions returns the partitions kgo is told not to fetch.
 func (r *Reader) PausedPartitions() map[string][]int32 { return r.client.PauseFetchPartitions(nil) }

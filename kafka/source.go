@@ -12,15 +12,20 @@ import (
 
 	"github.com/weir-runner/weir/executor"
 	"github.com/weir-runner/weir/kafkaio"
+	"github.com/weir-runner/weir/watermarkmgr"
 	"github.com/weir-runner/weir/wire"
 )
 
-// Source is the executor operator of a kafkaio read. One subtask reads
-// every partition, with per-partition watermarks: the watermark it emits
-// is the minimum over partitions that are neither idle nor ended. Its
-// elements are KV<bytes, bytes> (key, value; a record without a key has an
-// empty one), or with WithMetadata rows of kafkaio.MetadataSchema, in the
-// global window at their event time.
+// Source is the executor operator of a kafkaio read: one subtask of it.
+// A read of several subtasks spreads its partitions over them
+// (Options.Assign, Owner). Each subtask keeps per-partition watermarks and
+// emits the minimum over its partitions that are neither idle nor ended;
+// while they are all idle, or when it owns none, it tells its consumers it
+// is idle (executor.Output.Status), so that they leave it out of their
+// minimum instead of waiting for it. Its elements are KV<bytes, bytes>
+// (key, value; a record without a key has an empty one), or with
+// WithMetadata rows of kafkaio.MetadataSchema, in the global window at
+// their event time.
 type Source struct {
 	Config  *kafkaio.ReadConfig
 	Options ReaderOptions
@@ -50,6 +55,11 @@ var (
 // or ctx is cancelled.
 func (s *Source) Run(ctx context.Context, out *executor.Output, inj *executor.Injector) error {
 	opts := s.Options
+	if opts.Assign.Of > 1 {
+		// Each subtask is a reader of its own in the alignment group, the
+		// metrics and the job's messages.
+		opts.Name = fmt.Sprintf("%s[%d]", opts.Name, opts.Assign.Index)
+	}
 	var restored []byte
 	if b := inj.Restored(); b != nil {
 		var pos Position
@@ -99,6 +109,12 @@ func (s *Source) Run(ctx context.Context, out *executor.Output, inj *executor.In
 	if s.Metrics != nil {
 		s.Metrics.add(s.Transform, r)
 	}
+	// A reader that owns no partition says so before it first polls.
+	if r.Status() == watermarkmgr.StatusIdle {
+		if err := out.Status(ctx, watermarkmgr.StatusIdle); err != nil {
+			return err
+		}
+	}
 	for !r.Done() {
 		if _, err := inj.Poll(); err != nil {
 			return err
@@ -113,6 +129,14 @@ func (s *Source) Run(ctx context.Context, out *executor.Output, inj *executor.In
 		if err != nil {
 			return err
 		}
+		// Active goes out before the records and watermark it brings,
+		// idle after the last watermark before it.
+		status := r.Status()
+		if status == watermarkmgr.StatusActive {
+			if err := out.Status(ctx, status); err != nil {
+				return err
+			}
+		}
 		if len(recs) > 0 {
 			encode := encodeRecords
 			if s.Config.WithMetadata {
@@ -124,6 +148,11 @@ func (s *Source) Run(ctx context.Context, out *executor.Output, inj *executor.In
 		}
 		if wm, ok := r.Watermark(); ok {
 			if err := out.Watermark(ctx, wm); err != nil {
+				return err
+			}
+		}
+		if status == watermarkmgr.StatusIdle {
+			if err := out.Status(ctx, status); err != nil {
 				return err
 			}
 		}
@@ -223,8 +252,18 @@ func NewMetrics(groups *Groups) *Metrics {
 	return &Metrics{readers: map[string][]*Reader{}, groups: groups}
 }
 
+// add adds a reader of a source transform; it replaces the reader of
+// the same subtask of an earlier run of the graph (a job restarted in
+// this process), whose figures are over.
 func (m *Metrics) add(transform string, r *Reader) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.readers[transform] = append(m.readers[transform], r)
+	rs := m.readers[transform]
+	for i, old := range rs {
+		if old.opts.Assign.Index == r.opts.Assign.Index {
+			rs[i] = r
+			return
+		}
+	}
+	m.readers[transform] = append(rs, r)
 }

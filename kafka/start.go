@@ -57,7 +57,7 @@ var errNoTopic = errors.New("topic does not exist")
 // resolve lists every partition of the configured topics and its start
 // offset, sorted by topic and partition. Every error names the source and
 // the topic, and the partition where there is one.
-func resolve(ctx context.Context, adm *kadm.Client, source string, cfg *kafkaio.ReadConfig) ([]partition, error) {
+func resolve(ctx context.Context, adm *kadm.Client, source string, cfg *kafkaio.ReadConfig, assign Assignment) ([]partition, error) {
 	topics, err := adm.ListTopics(ctx, cfg.Topics...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka source %s: listing topics %v at %v: %w", source, cfg.Topics, cfg.BootstrapServers, err)
@@ -74,7 +74,9 @@ func resolve(ctx context.Context, adm *kadm.Client, source string, cfg *kafkaio.
 			return nil, fmt.Errorf("kafka source %s: topic %q has no partitions", source, t)
 		}
 		for _, p := range d.Partitions {
-			parts = append(parts, partition{topic: t, id: p.Partition, high: -1})
+			if assign.Owns(t, p.Partition) {
+				parts = append(parts, partition{topic: t, id: p.Partition, high: -1})
+			}
 		}
 	}
 	sort.Slice(parts, func(i, j int) bool {

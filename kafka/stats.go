@@ -41,6 +41,9 @@ type Stats struct {
 	Records int64 // records read
 	Late    int64 // records behind the output watermark when read
 	Done    bool
+	// Idle says the reader tells its consumers it is idle: every partition
+	// it owns idle, or none owned.
+	Idle bool
 }
 
 // Stats returns a copy of the reader's statistics. It is safe to call
@@ -55,7 +58,7 @@ func (r *Reader) Stats() Stats {
 
 func (r *Reader) updateStats() {
 	s := Stats{Source: r.name, Output: r.splits.Output(), Records: r.read, Late: r.late, Done: r.done,
-		Partitions: make([]PartitionStats, len(r.parts))}
+		Partitions: make([]PartitionStats, len(r.parts)), Idle: r.splits.Status() == watermarkmgr.StatusIdle}
 	low, high := mtime.MaxTimestamp, mtime.MinTimestamp
 	for i, p := range r.parts {
 		st := r.splits.State(watermarkmgr.SplitID(i))
@@ -93,8 +96,8 @@ func (m *Metrics) Sources() []SourceStats {
 	m.mu.Lock()
 	var out []SourceStats
 	for t, rs := range m.readers {
-		for i, r := range rs {
-			out = append(out, SourceStats{Transform: t, Subtask: i, Stats: r.Stats()})
+		for _, r := range rs {
+			out = append(out, SourceStats{Transform: t, Subtask: r.opts.Assign.Index, Stats: r.Stats()})
 		}
 	}
 	m.mu.Unlock()

@@ -77,6 +77,12 @@ type ReadConfig struct {
 	// shows progress and a later read with StartCommitted resumes there.
 	CommitOffsetsInFinalize bool `json:"commit_offsets_in_finalize,omitempty"`
 
+	// Parallelism is the number of subtasks the read runs as, each reading
+	// its share of the partitions (docs/kafka.md, Parallelism); 0 means
+	// one. It is part of the job's shape: a checkpoint restores only at
+	// the parallelism it was taken with.
+	Parallelism int `json:"parallelism,omitempty"`
+
 	// WithMetadata makes the output a KafkaRecord (topic, partition,
 	// offset, timestamp, headers, key, value) rather than KV<key, value>.
 	WithMetadata bool `json:"with_metadata,omitempty"`
@@ -140,6 +146,7 @@ func (c *ReadConfig) Validate() error {
 		"max_out_of_orderness_millis": c.MaxOutOfOrdernessMillis, "idle_timeout_millis": c.IdleTimeoutMillis,
 		"max_drift_millis": c.MaxDriftMillis, "update_interval_millis": c.UpdateIntervalMillis,
 		"max_records": c.MaxRecords, "max_read_time_millis": c.MaxReadTimeMillis,
+		"parallelism": int64(c.Parallelism),
 	} {
 		if v < 0 {
 			errs = append(errs, fmt.Errorf("%s is negative (%d)", name, v))

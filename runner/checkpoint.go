@@ -313,6 +313,10 @@ type channelMeta struct {
 	ProcessingTime         *int64 `json:"pt,omitempty"`
 	InFlightWatermark      *int64 `json:"in_flight_wm,omitempty"`
 	InFlightProcessingTime *int64 `json:"in_flight_pt,omitempty"`
+	// Idle: the channel's producer had said it was idle; InFlightStatus
+	// is "idle" or "active" when an unaligned barrier overtook a status.
+	Idle           bool   `json:"idle,omitempty"`
+	InFlightStatus string `json:"in_flight_status,omitempty"`
 }
 
 func channelMetaOf(m executor.ChannelMark) channelMeta {
@@ -323,7 +327,15 @@ func channelMetaOf(m executor.ChannelMark) channelMeta {
 		v := int64(t)
 		return &v
 	}
-	return channelMeta{ms(m.Watermark), ms(m.ProcessingTime), ms(m.InFlightWatermark), ms(m.InFlightProcessingTime)}
+	cm := channelMeta{Watermark: ms(m.Watermark), ProcessingTime: ms(m.ProcessingTime),
+		InFlightWatermark: ms(m.InFlightWatermark), InFlightProcessingTime: ms(m.InFlightProcessingTime), Idle: m.Idle}
+	switch {
+	case m.InFlightIdle:
+		cm.InFlightStatus = "idle"
+	case m.InFlightActive:
+		cm.InFlightStatus = "active"
+	}
+	return cm
 }
 
 func (m channelMeta) mark() executor.ChannelMark {
@@ -334,7 +346,8 @@ func (m channelMeta) mark() executor.ChannelMark {
 		return mtime.Time(*ms)
 	}
 	return executor.ChannelMark{Watermark: t(m.Watermark), ProcessingTime: t(m.ProcessingTime),
-		InFlightWatermark: t(m.InFlightWatermark), InFlightProcessingTime: t(m.InFlightProcessingTime)}
+		InFlightWatermark: t(m.InFlightWatermark), InFlightProcessingTime: t(m.InFlightProcessingTime),
+		Idle: m.Idle, InFlightIdle: m.InFlightStatus == "idle", InFlightActive: m.InFlightStatus == "active"}
 }
 
 func (c *jobCheckpoints) write(w *checkpoint.Writer, r executor.BarrierRecord, sn *state.Snapshot) (checkpoint.Ack, error) {

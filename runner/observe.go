@@ -136,7 +136,8 @@ func (o *observer) stages(now time.Time, interval time.Duration) ([]jobview.Stag
 		sub := jobview.Subtask{Index: sm.Subtask, Counts: c, Rates: c.Rates(prev, interval), Ratios: c.Ratios(prev),
 			InputWatermark: int64(sm.InputWatermark), OutputWatermark: int64(sm.OutputWatermark),
 			WatermarkLag: jobview.Lag(now, int64(sm.OutputWatermark)),
-			QueueDepth:   sm.QueueDepth, QueueCapacity: sm.QueueCapacity}
+			QueueDepth:   sm.QueueDepth, QueueCapacity: sm.QueueCapacity,
+			WatermarkIdle: sm.OutputIdle, LateInput: sm.LateInput}
 		if len(o.g.Nodes[sm.Node].Inputs) == 0 {
 			// A source has no input: its input watermark is its output's.
 			sub.InputWatermark = sub.OutputWatermark

@@ -45,8 +45,14 @@ func peekCollected(run string) []string {
 // In unaligned mode, whatever data barriers overtook is re-injected on
 // restore; the sums check it too (whether a run records any depends on
 // timing: the test logs the in-flight bytes of the checkpoint restored).
+//
+// In parallel mode the read runs as two subtasks, one partition each:
+// each subtask's offsets restore to the subtask that owns the partition
+// (a position restored to the other would be refused), the two share
+// max_records across the restore, and a restore of the job with the read
+// at another parallelism is refused, naming it, before it reads anything.
 func TestRestoreKafkaAfterCrash(t *testing.T) {
-	for _, mode := range []string{"aligned", "unaligned"} {
+	for _, mode := range []string{"aligned", "unaligned", "parallel"} {
 		t.Run(mode, func(t *testing.T) {
 			kafkatest.Each(t, func(t *testing.T, c *kafkatest.Broker) { restoreKafkaAfterCrash(t, c, mode) })
 		})
@@ -85,10 +91,14 @@ func restoreKafkaAfterCrash(t *testing.T, c *kafkatest.Broker, mode string) {
 	}
 
 	dir := t.TempDir()
+	parallelism := 0
+	if mode == "parallel" {
+		mode, parallelism = "aligned", 2
+	}
 	pipeline := func(run string) *beam.Pipeline {
 		p, s := beam.NewPipelineWithRoot()
 		in := kafkaio.Read(s, kafkaio.ReadConfig{BootstrapServers: c.Addrs, Topics: []string{events},
-			MaxRecords: windows * perWindow})
+			MaxRecords: windows * perWindow, Parallelism: parallelism})
 		vals := beam.WindowInto(s, window.NewFixedWindows(10*time.Second), beam.ParDo(s, kafkaValueInt, in))
 		beam.ParDo0(s, &collectFn{Run: run}, stats.Sum(s, vals))
 		return p
@@ -139,6 +149,18 @@ func restoreKafkaAfterCrash(t *testing.T, c *kafkatest.Broker, mode string) {
 
 	if err := pcl.ProduceSync(ctx, batchB...).FirstErr(); err != nil {
 		t.Fatal(err)
+	}
+	if parallelism > 0 {
+		parallelism = 3
+		_, err := Execute(ctx, pipeline("kafka-"+run+"-changed"))
+		if err == nil || !strings.Contains(err.Error(), "parallelism 2") {
+			t.Fatalf("restoring the read at parallelism 3 from a checkpoint at 2: %v", err)
+		}
+		t.Logf("restoring at another parallelism: %v", err)
+		if got := takeCollected("kafka-" + run + "-changed"); len(got) > 0 {
+			t.Fatalf("the refused restore emitted %v", got)
+		}
+		parallelism = 2
 	}
 	if _, err := Execute(ctx, pipeline("kafka-"+run+"-2")); err != nil {
 		t.Fatalf("restored run: %v", err)

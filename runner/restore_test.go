@@ -532,8 +532,8 @@ func TestReadRestorePoint(t *testing.T) {
 	}
 	meta := func(m subtaskMeta) []byte { b, _ := json.Marshal(m); return b }
 	marks := []executor.ChannelMark{{Watermark: 42, ProcessingTime: mtime.MinTimestamp,
-		InFlightWatermark: 50, InFlightProcessingTime: 7}, {Watermark: mtime.MaxTimestamp, ProcessingTime: 3,
-		InFlightWatermark: mtime.MinTimestamp, InFlightProcessingTime: mtime.MinTimestamp}}
+		InFlightWatermark: 50, InFlightProcessingTime: 7, Idle: true, InFlightActive: true}, {Watermark: mtime.MaxTimestamp, ProcessingTime: 3,
+		InFlightWatermark: mtime.MinTimestamp, InFlightProcessingTime: mtime.MinTimestamp, InFlightIdle: true}}
 	w.SetSubtask(checkpoint.Task{Node: 0, Subtask: 0}, meta(subtaskMeta{State: []byte(`{"fired":true}`)}))
 	w.SetSubtask(checkpoint.Task{Node: 1, Subtask: 1}, meta(subtaskMeta{StateFile: "n1-s1.sst", InFlightFile: "n1-s1.inflight",
 		Unaligned: true, Watermarks: []int64{42}, State: []byte(`{"seq":3}`),

@@ -19,6 +19,13 @@ import (
 //	emit                  prints "T advanced" or "T unchanged"
 //	input | output        prints the watermark
 //	allidle               prints AllIdle()
+//	status I idle|active  SetStatus(I, ...)
+//	status                prints Status()
+//	behind I              prints Behind(I)
+//	announce T            prints what an Announcer does with watermark T:
+//	                      "send" or "keep"
+//	announce idle|active  prints what it does with the status: "send",
+//	                      "send then T" or "keep"
 //
 // "cmd => want" checks what the command printed; a command that fails
 // prints "error: ...", and "=> error" accepts any error. Times are
@@ -26,6 +33,7 @@ import (
 func runScript(t *testing.T, script string) {
 	t.Helper()
 	var m *Manager
+	a := NewAnnouncer()
 	for n, line := range strings.Split(script, "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -34,6 +42,13 @@ func runScript(t *testing.T, script string) {
 		cmd, want, check := strings.Cut(line, "=>")
 		f := strings.Fields(cmd)
 		want = strings.TrimSpace(want)
+		if f[0] == "announce" {
+			got := announce(t, a, f)
+			if check && got != want {
+				t.Errorf("line %d: %s => %s, want %s", n+1, strings.TrimSpace(cmd), got, want)
+			}
+			continue
+		}
 		if f[0] != "new" && m == nil {
 			t.Fatalf("line %d: %q before new", n+1, line)
 		}
@@ -89,9 +104,50 @@ func step(t *testing.T, m **Manager, f []string) (string, error) {
 		return formatTime((*m).Output()), nil
 	case "allidle":
 		return strconv.FormatBool((*m).AllIdle()), nil
+	case "status":
+		if len(f) == 1 {
+			return (*m).Status().String(), nil
+		}
+		return "", (*m).SetStatus(InputID(atoi(t, arg(1))), parseStatus(t, arg(2)))
+	case "behind":
+		return strconv.FormatBool((*m).Behind(InputID(atoi(t, arg(1))))), nil
 	}
 	t.Fatalf("unknown command %q", f[0])
 	return "", nil
+}
+
+// announce runs an "announce" command on a.
+func announce(t *testing.T, a *Announcer, f []string) string {
+	t.Helper()
+	if len(f) != 2 {
+		t.Fatalf("announce takes one argument: %v", f)
+	}
+	switch f[1] {
+	case "idle", "active":
+		send, wm, ok := a.SetStatus(parseStatus(t, f[1]))
+		switch {
+		case ok:
+			return "send then " + formatTime(wm)
+		case send:
+			return "send"
+		}
+		return "keep"
+	}
+	if a.Watermark(parseTime(t, f[1])) {
+		return "send"
+	}
+	return "keep"
+}
+
+func parseStatus(t *testing.T, s string) Status {
+	switch s {
+	case "idle":
+		return StatusIdle
+	case "active":
+		return StatusActive
+	}
+	t.Fatalf("bad status %q", s)
+	return 0
 }
 
 func atoi(t *testing.T, s string) int {

@@ -263,15 +263,40 @@ func (s *Splits) States(dst []SplitState) []SplitState {
 }
 
 // Output returns the reader's output watermark as Emit would report it.
-func (s *Splits) Output() mtime.Time { return s.mgr.Output() }
+func (s *Splits) Output() mtime.Time {
+	if len(s.splits) == 0 {
+		return s.mgr.Emitted()
+	}
+	return s.mgr.Output()
+}
 
 // Emit returns the reader's output watermark, the minimum over splits
 // that are neither idle nor ended, and whether it advanced since the last
 // Emit. It never moves backwards (see Manager).
-func (s *Splits) Emit() (mtime.Time, bool) { return s.mgr.Emit() }
+//
+// A reader that owns no split emits nothing: the minimum over no splits
+// is +inf, which would claim the end of time for a reader that is only
+// idle (Status).
+func (s *Splits) Emit() (mtime.Time, bool) {
+	if len(s.splits) == 0 {
+		return s.mgr.Emitted(), false
+	}
+	return s.mgr.Emit()
+}
 
 // AllIdle reports whether every split that has not ended is idle.
 func (s *Splits) AllIdle() bool { return s.mgr.AllIdle() }
+
+// Status is what the reader tells its consumers (Status): idle while
+// every split that has not ended is idle, and idle when it owns no split
+// at all, so that a reader left without a split holds nothing back
+// (FLINK-32414) without claiming the end of time, as +inf would.
+func (s *Splits) Status() Status {
+	if len(s.splits) == 0 {
+		return StatusIdle
+	}
+	return s.mgr.Status()
+}
 
 func (s *Splits) split(id SplitID) (*split, error) {
 	if id < 0 || int(id) >= len(s.splits) {

@@ -17,6 +17,7 @@ type splitStep struct {
 	wantWM mtime.Time // the output watermark after the step (Output)
 	late   bool       // record: want it reported late
 	idled  []SplitID  // tick: want these newly idle
+	status string     // if set, want Status() after the step
 }
 
 func TestSplits(t *testing.T) {
@@ -28,8 +29,10 @@ func TestSplits(t *testing.T) {
 		cfg   SplitsConfig
 		steps []splitStep
 	}{
-		{"no splits: +inf, nothing held back", 0, SplitsConfig{IdleTimeout: time.Second}, []splitStep{
-			{at: 0, op: "tick", wantWM: inf},
+		// Idle, holding nothing back, with no watermark: +inf would claim
+		// the end of time for a reader that only has nothing to read.
+		{"no splits: idle, no watermark", 0, SplitsConfig{IdleTimeout: time.Second}, []splitStep{
+			{at: 0, op: "tick", wantWM: ninf, status: "idle"},
 		}},
 		{"bounded out-of-orderness per split, minimum over splits", 2, SplitsConfig{OutOfOrderness: 5 * time.Millisecond}, []splitStep{
 			{at: 0, op: "record", split: 0, t: 100, wantWM: ninf},
@@ -80,16 +83,16 @@ func TestSplits(t *testing.T) {
 		}},
 		{"ended splits are +inf; all ended is +inf", 2, SplitsConfig{}, []splitStep{
 			{at: 0, op: "record", split: 0, t: 100, wantWM: ninf},
-			{at: 0, op: "end", split: 1, wantWM: 100},
-			{at: 0, op: "end", split: 0, wantWM: inf},
+			{at: 0, op: "end", split: 1, wantWM: 100, status: "active"},
+			{at: 0, op: "end", split: 0, wantWM: inf, status: "active"},
 		}},
 		// Splits idle in order: once split 0 has left, the minimum is split 1's,
 		// and when it leaves too there is nothing to take the minimum of.
 		{"all idle: the output stays where the last one left it", 2, SplitsConfig{IdleTimeout: 10 * time.Millisecond}, []splitStep{
 			{at: 0, op: "record", split: 0, t: 100, wantWM: ninf},
 			{at: 0, op: "record", split: 1, t: 200, wantWM: 100},
-			{at: 20, op: "tick", idled: []SplitID{0, 1}, wantWM: 200},
-			{at: 30, op: "record", split: 0, t: 150, late: true, wantWM: 200},
+			{at: 20, op: "tick", idled: []SplitID{0, 1}, wantWM: 200, status: "idle"},
+			{at: 30, op: "record", split: 0, t: 150, late: true, wantWM: 200, status: "active"},
 		}},
 		{"a split with pending records is active: its clock restarts, it leaves idleness, its watermark stays", 2, SplitsConfig{IdleTimeout: 10 * time.Millisecond}, []splitStep{
 			{at: 0, op: "record", split: 0, t: 100, wantWM: ninf},
@@ -146,6 +149,9 @@ func TestSplits(t *testing.T) {
 				}
 				if got := s.Output(); got != st.wantWM {
 					t.Fatalf("step %d (%s): output %v, want %v", i, st.op, got, st.wantWM)
+				}
+				if got := s.Status().String(); st.status != "" && got != st.status {
+					t.Errorf("step %d (%s): status %s, want %s", i, st.op, got, st.status)
 				}
 			}
 		})

@@ -133,7 +133,14 @@ launch() {
     -Dlog4j2.configurationFile="$dir/log4j2.yaml" -cp "$cp")
   if [ ! -f "$dir/data/meta.properties" ]; then
     local id
-    id=$(python3 -c 'import base64,uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')
+    # A Kafka cluster id is a UUID in URL-safe base64, which starts with
+    # "-" one time in 64: the storage tool's argument parser then takes it
+    # for an option and the format fails. Draw again until it does not.
+    id=$(python3 -c 'import base64,uuid
+while True:
+    s = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    if not s.startswith("-"): break
+print(s)')
     "${jvm[@]}" kafka.tools.StorageTool format -t "$id" -c "$dir/server.properties" > "$dir/format.log" 2>&1 ||
       { cat "$dir/format.log" >&2; die "formatting $dir failed"; }
   fi

@@ -26,7 +26,7 @@ export function subtasks(job, selected) {
         num('elementsInPerSecond', f.rate(t.elementsInPerSecond)),
         num('elementsOutPerSecond', f.rate(t.elementsOutPerSecond)),
         wmCell('inputWatermark', t.inputWatermark),
-        wmCell('outputWatermark', t.outputWatermark),
+        outWMCell(t),
         num('watermarkLagSeconds', f.lag(t.watermarkLagSeconds, t.outputWatermark)),
         num('busyRatio', f.percent(t.busyRatio)),
         num('idleRatio', f.percent(t.idleRatio)),
@@ -35,6 +35,17 @@ export function subtasks(job, selected) {
     }
   }
   return table(cols, rows, selected ? `No subtasks of ${selected}.` : 'No subtasks.', { class: 'subtasks' });
+}
+
+// outWMCell is a subtask's output watermark, marked idle when the subtask
+// told its consumers so: it then holds none of them back.
+function outWMCell(t) {
+  const td = wmCell('outputWatermark', t.outputWatermark);
+  if (t.watermarkIdle) {
+    td.append(' ', badge('idle', 'muted', 'watermark-idle'));
+    td.title = `${td.title || ''} (idle: holds no consumer back)`.trim();
+  }
+  return td;
 }
 
 function queueCell(t) {
