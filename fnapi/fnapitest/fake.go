@@ -58,6 +58,13 @@ type Worker struct {
 	// the timers it sets. Every timer family the runner ended gets its end
 	// mark back. It is called from one goroutine per bundle.
 	Stateful func(in BundleIn) BundleOut
+	// Produce, when set, stands in for a DoFn whose output leaves while
+	// it runs: once a bundle's inputs have ended, it gets them and sends
+	// output with emit, each call one data frame sent at once; the
+	// bundle's end marks and response follow when it returns. It is
+	// called from one goroutine per bundle. Crash drops the worker's
+	// connections, as a worker that dies mid-bundle.
+	Produce func(in BundleIn, emit func(sink string, data []byte), crash func())
 
 	largest atomic.Int64 // bytes of the largest data frame received
 
@@ -315,6 +322,10 @@ func (s *server) process(id string) {
 		_ = s.send(resp, s.stateful(b, id))
 		return
 	}
+	if s.w.Produce != nil {
+		s.produce(b, id, resp)
+		return
+	}
 	out := &fnpb.Elements{}
 	for src, sink := range s.w.Echo {
 		b.mu.Lock()
@@ -377,6 +388,34 @@ func (s *server) stateful(b *bundleIn, id string) *fnpb.Elements {
 			TimerFamilyId: f.Family, IsLast: true})
 	}
 	return out
+}
+
+// produce runs a bundle through the Produce hook, sending its output as
+// the hook emits it, then the end marks and the response.
+func (s *server) produce(b *bundleIn, id string, resp *fnpb.InstructionResponse) {
+	b.mu.Lock()
+	in := BundleIn{Instruction: id, Data: map[string][]byte{}}
+	for src := range s.w.Echo {
+		in.Data[src] = b.data[src]
+	}
+	b.mu.Unlock()
+	crashed := false
+	s.w.Produce(in, func(sink string, data []byte) {
+		if !crashed {
+			_ = s.send(nil, &fnpb.Elements{Data: []*fnpb.Elements_Data{{InstructionId: id, TransformId: sink, Data: data}}})
+		}
+	}, func() {
+		crashed = true
+		s.w.cancel()
+	})
+	if crashed {
+		return
+	}
+	out := &fnpb.Elements{}
+	for _, sink := range s.w.Echo {
+		out.Data = append(out.Data, &fnpb.Elements_Data{InstructionId: id, TransformId: sink, IsLast: true})
+	}
+	_ = s.send(resp, out)
 }
 
 // restrictions processes a bundle's restrictions one position at a time,
