@@ -131,3 +131,21 @@ func (b *bundle) await(ctx context.Context, w *Worker, respc <-chan *fnpb.Instru
 		}
 	}
 }
+
+// Queued returns the bytes of streamed output the worker's bundles hold
+// that are not yet handed over.
+func (w *Worker) Queued() int {
+	w.mu.Lock()
+	bundles := make([]*bundle, 0, len(w.mu.bundles))
+	for _, b := range w.mu.bundles {
+		bundles = append(bundles, b)
+	}
+	w.mu.Unlock()
+	n := 0
+	for _, b := range bundles {
+		if b.out != nil {
+			n += b.out.size()
+		}
+	}
+	return n
+}

@@ -51,6 +51,12 @@ type Worker struct {
 	// CrashAfterSplit makes the worker drop its connections a few positions
 	// after its first accepted split.
 	CrashAfterSplit bool
+	// OnPosition, if set, hears of each position a Restrictions worker
+	// produces, and OnSplit of each split it answers, with the fraction
+	// asked and whether it split. Both are called with the bundle's lock
+	// held: they must not block.
+	OnPosition func(p uint32)
+	OnSplit    func(fraction float64, split bool)
 
 	// Stateful, when set, stands in for a stateful DoFn: once a bundle's
 	// inputs and timer families have all ended, it gets what the bundle
@@ -449,6 +455,9 @@ func (s *server) restrictions(b *bundleIn, in []byte, id, sink string) ([]byte, 
 			b.mu.Unlock()
 			return out, true
 		}
+		if s.w.OnPosition != nil {
+			s.w.OnPosition(b.pos)
+		}
 		if s.w.StreamOutput {
 			// As the Go SDK does, output leaves as it is produced.
 			pos := appendPosition(nil, b.pos)
@@ -488,6 +497,9 @@ func (s *server) split(req *fnpb.InstructionRequest) *fnpb.InstructionResponse {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if s.w.OnSplit != nil {
+		defer func() { s.w.OnSplit(frac, len(sr.GetChannelSplits()) > 0) }()
+	}
 	if s.w.RefuseSplits || b.elems == nil || b.cur >= b.end {
 		return resp
 	}
