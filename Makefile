@@ -18,9 +18,12 @@ vet:
 
 # The browser tests (webui, and cmd/weir's against weir serve) run in
 # headless Chromium, which chromium.sh installs once; they fail, not skip,
-# in make test.
+# in make test. The Kafka tests run on kfake and on a real Kafka broker
+# that kafka.sh starts for the run in bin/kafka-test (fresh each time) and
+# stops after it; its subtests fail, not skip, without it.
 test: vet
-	WEIR_REQUIRE_CHROMIUM=1 WEIR_CHROMIUM=$$(internal/tools/chromium.sh) $(GO) test ./...
+	internal/tools/kafka.sh run $(BIN)/kafka-test -- env WEIR_REQUIRE_KAFKA=1 \
+		WEIR_REQUIRE_CHROMIUM=1 WEIR_CHROMIUM=$$(internal/tools/chromium.sh) $(GO) test ./...
 	$(GO) test -race ./executor/... ./jobview/... ./telemetry/... ./webui/...
 	$(MAKE) vr-smoke
 	$(MAKE) python-test
@@ -48,6 +51,18 @@ ui-screenshots:
 		$(GO) test ./webui -run 'TestBrowser$$' -count=1
 	WEIR_REQUIRE_CHROMIUM=1 WEIR_CHROMIUM=$$(internal/tools/chromium.sh) WEIR_UI_SCREENSHOTS=$(CURDIR)/docs/ui \
 		$(GO) test ./cmd/weir -run 'TestUIStreamingJob$$' -count=1
+
+# A real Apache Kafka broker (KRaft, one node, on loopback) for running
+# the tests against by hand: `make kafka` starts it in KAFKA_DIR (or finds
+# it running) and prints its address, for WEIR_KAFKA_BROKERS; the first
+# start resolves Kafka's jars with Maven into ~/.m2. `make kafka-stop`
+# stops it; the data stays until KAFKA_DIR is removed. See docs/kafka.md.
+KAFKA_DIR ?= $(BIN)/kafka
+.PHONY: kafka kafka-stop
+kafka:
+	@internal/tools/kafka.sh start $(KAFKA_DIR)
+kafka-stop:
+	@internal/tools/kafka.sh stop $(KAFKA_DIR)
 
 # The Python side: a virtual environment with python/requirements.txt
 # (apache-beam pinned), made once and reused (python/venv.sh), and the

@@ -146,7 +146,7 @@ func TestAlignmentReachesKgo(t *testing.T) {
 				if tc.drift1 {
 					drift = 1
 				}
-				cfg := kafkaio.ReadConfig{BootstrapServers: c.ListenAddrs(), Topics: []string{topic},
+				cfg := kafkaio.ReadConfig{BootstrapServers: c.Addrs, Topics: []string{topic},
 					AlignmentGroup: "g", MaxDriftMillis: drift, UpdateIntervalMillis: 1 * s, SampleBuffer: &tc.buffer,
 					IdleTimeoutMillis: 30 * s}
 				if tc.noIdle {
@@ -241,7 +241,7 @@ func TestHeldRecordsRestore(t *testing.T) {
 	clock := newFakeClock()
 	produce(t, c, "a", rec{partition: 0, val: "a0", ts: 1 * s}, rec{partition: 1, val: "a1", ts: 5 * s},
 		rec{partition: 1, val: "h1", ts: 30 * s}, rec{partition: 1, val: "h2", ts: 40 * s}, rec{partition: 2, val: "a2", ts: 1 * s})
-	cfg := kafkaio.ReadConfig{BootstrapServers: c.ListenAddrs(), Topics: []string{"a"},
+	cfg := kafkaio.ReadConfig{BootstrapServers: c.Addrs, Topics: []string{"a"},
 		AlignmentGroup: "g", MaxDriftMillis: 10 * s, UpdateIntervalMillis: 1 * s}
 	r, err := Open(context.Background(), &cfg, ReaderOptions{Name: "src", Clock: clock, Groups: NewGroups(),
 		PollWait: 10 * time.Millisecond})
@@ -261,7 +261,7 @@ func TestHeldRecordsRestore(t *testing.T) {
 	if next := pos.Next["a"][1]; next != 1 {
 		t.Fatalf("partition 1's next offset %d, want 1: past the held records", next)
 	}
-	cfg2 := kafkaio.ReadConfig{BootstrapServers: c.ListenAddrs(), Topics: []string{"a"}}
+	cfg2 := kafkaio.ReadConfig{BootstrapServers: c.Addrs, Topics: []string{"a"}}
 	r2, err := Open(context.Background(), &cfg2, ReaderOptions{Name: "restored", Clock: clock, Resume: &pos,
 		PollWait: 10 * time.Millisecond})
 	if err != nil {

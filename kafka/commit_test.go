@@ -9,12 +9,10 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-runner/weir/executor"
+	"github.com/weir-runner/weir/internal/kafkatest"
 	"github.com/weir-runner/weir/kafkaio"
 )
 
@@ -44,11 +42,22 @@ func (s *countSink) Watermark(context.Context, int, mtime.Time) error  { return 
 func (s *countSink) Barrier(context.Context, executor.BarrierID) error { return nil }
 func (s *countSink) Finish(context.Context) error                      { return nil }
 
-// commitGraph is a Kafka read with offset commits into sink.
-func commitGraph(c *kfake.Cluster, cfg kafkaio.ReadConfig, sink *countSink, acks chan executor.BarrierID) *executor.Graph {
-	cfg.BootstrapServers = c.ListenAddrs()
+// commitEnv is one test's input topic, of two partitions, and consumer
+// group, on one broker.
+type commitEnv struct {
+	b         *kafkatest.Broker
+	in, group string
+}
+
+func newCommitEnv(t *testing.T, b *kafkatest.Broker) *commitEnv {
+	return &commitEnv{b: b, in: b.Topic(t, "in", 2), group: b.Name(t, "g")}
+}
+
+// graph is a read of the input with offset commits into sink.
+func (e *commitEnv) graph(cfg kafkaio.ReadConfig, sink *countSink, acks chan executor.BarrierID) *executor.Graph {
+	cfg.BootstrapServers, cfg.Topics = e.b.Addrs, []string{e.in}
 	cfg.CommitOffsetsInFinalize = true
-	cfg.ConsumerConfig = map[string]string{"group.id": "g"}
+	cfg.ConsumerConfig = map[string]string{"group.id": e.group}
 	return &executor.Graph{
 		OnAck: func(node, _ int, id executor.BarrierID) {
 			if node == 0 {
@@ -65,16 +74,17 @@ func commitGraph(c *kfake.Cluster, cfg kafkaio.ReadConfig, sink *countSink, acks
 	}
 }
 
-// groupOffsets returns group g's committed offsets of topic in as
+// groupOffsets returns the group's committed offsets of the input as
 // "partition:offset" strings; "none" without any.
-func groupOffsets(t *testing.T, c *kfake.Cluster) string {
+func (e *commitEnv) groupOffsets(t *testing.T) string {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
+	resps, err := e.b.Admin(t).FetchOffsets(context.Background(), e.group)
+	for kerr.IsRetriable(err) {
+		// A real broker's group coordinator is not available until the
+		// offsets topic, made at the first use of any group, is loaded.
+		time.Sleep(50 * time.Millisecond)
+		resps, err = e.b.Admin(t).FetchOffsets(context.Background(), e.group)
 	}
-	defer cl.Close()
-	resps, err := kadm.NewClient(cl).FetchOffsets(context.Background(), "g")
 	if errors.Is(err, kerr.GroupIDNotFound) {
 		return "none"
 	}
@@ -83,7 +93,7 @@ func groupOffsets(t *testing.T, c *kfake.Cluster) string {
 	}
 	s := ""
 	for p := range int32(2) {
-		if r, ok := resps.Lookup("in", p); ok && r.Err == nil && r.At >= 0 {
+		if r, ok := resps.Lookup(e.in, p); ok && r.Err == nil && r.At >= 0 {
 			s += fmt.Sprintf("%d:%d ", p, r.At)
 		}
 	}
@@ -93,44 +103,46 @@ func groupOffsets(t *testing.T, c *kfake.Cluster) string {
 	return s
 }
 
-func produceCommitInput(t *testing.T, c *kfake.Cluster) {
-	produce(t, c, "in", rec{partition: 0, val: "a"}, rec{partition: 0, val: "b"}, rec{partition: 0, val: "c"},
+func (e *commitEnv) produceInput(t *testing.T) {
+	produce(t, e.b, e.in, rec{partition: 0, val: "a"}, rec{partition: 0, val: "b"}, rec{partition: 0, val: "c"},
 		rec{partition: 1, val: "d"}, rec{partition: 1, val: "e"})
 }
 
 // TestCommitOnCheckpoint: an unbounded read commits the offsets of its
 // snapshot of a checkpoint when that checkpoint completes, and nothing
 // when the job is cancelled.
-func TestCommitOnCheckpoint(t *testing.T) {
-	c := newCluster(t, 2, "in")
-	produceCommitInput(t, c)
+func TestCommitOnCheckpoint(t *testing.T) { kafkatest.Each(t, testCommitOnCheckpoint) }
+
+func testCommitOnCheckpoint(t *testing.T, c *kafkatest.Broker) {
+	e := newCommitEnv(t, c)
+	e.produceInput(t)
 	sink := &countSink{seen: make(chan int, 16)}
 	acks := make(chan executor.BarrierID, 1)
-	g := commitGraph(c, kafkaio.ReadConfig{Topics: []string{"in"}, Start: kafkaio.StartEarliest}, sink, acks)
+	g := e.graph(kafkaio.ReadConfig{Start: kafkaio.StartEarliest}, sink, acks)
 	ctx, cancel := context.WithCancel(context.Background())
 	barriers := make(chan executor.BarrierID, 1)
 	errc := make(chan error, 1)
 	go func() { errc <- g.Run(ctx, barriers) }()
 	for n := 0; n < 5; n = <-sink.seen {
 	}
-	if got := groupOffsets(t, c); got != "none" {
+	if got := e.groupOffsets(t); got != "none" {
 		t.Fatalf("committed %s before any checkpoint completed", got)
 	}
 	barriers <- 1
 	<-acks
 	g.CheckpointComplete(1)
-	for groupOffsets(t, c) != "0:3 1:2 " {
+	for e.groupOffsets(t) != "0:3 1:2 " {
 		time.Sleep(10 * time.Millisecond) // the source commits at its next poll
 	}
 	// Records read after the checkpoint are not committed by the cancel.
-	produce(t, c, "in", rec{partition: 0, val: "f"})
+	produce(t, c, e.in, rec{partition: 0, val: "f"})
 	for n := 5; n < 6; n = <-sink.seen {
 	}
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run: %v, want canceled", err)
 	}
-	if got := groupOffsets(t, c); got != "0:3 1:2 " {
+	if got := e.groupOffsets(t); got != "0:3 1:2 " {
 		t.Errorf("committed %s after the cancel, want the checkpoint's 0:3 1:2", got)
 	}
 }
@@ -140,26 +152,28 @@ func TestCommitOnCheckpoint(t *testing.T) {
 func TestCommitAtEnd(t *testing.T) {
 	for _, fail := range []bool{false, true} {
 		t.Run(fmt.Sprint("fail=", fail), func(t *testing.T) {
-			c := newCluster(t, 2, "in")
-			produceCommitInput(t, c)
-			sink := &countSink{seen: make(chan int, 16)}
-			if fail {
-				sink.fail = errors.New("boom")
-			}
-			g := commitGraph(c, kafkaio.ReadConfig{Topics: []string{"in"}, Start: kafkaio.StartEarliest, MaxRecords: 5}, sink, make(chan executor.BarrierID, 1))
-			err := g.Run(context.Background(), nil)
-			want := "0:3 1:2 "
-			if fail {
-				want = "none"
-				if err == nil {
-					t.Fatal("Run succeeded, want the sink's failure")
+			kafkatest.Each(t, func(t *testing.T, c *kafkatest.Broker) {
+				e := newCommitEnv(t, c)
+				e.produceInput(t)
+				sink := &countSink{seen: make(chan int, 16)}
+				if fail {
+					sink.fail = errors.New("boom")
 				}
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			if got := groupOffsets(t, c); got != want {
-				t.Errorf("committed %s, want %s", got, want)
-			}
+				g := e.graph(kafkaio.ReadConfig{Start: kafkaio.StartEarliest, MaxRecords: 5}, sink, make(chan executor.BarrierID, 1))
+				err := g.Run(context.Background(), nil)
+				want := "0:3 1:2 "
+				if fail {
+					want = "none"
+					if err == nil {
+						t.Fatal("Run succeeded, want the sink's failure")
+					}
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				if got := e.groupOffsets(t); got != want {
+					t.Errorf("committed %s, want %s", got, want)
+				}
+			})
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 
 	"github.com/weir-runner/weir/executor"
+	"github.com/weir-runner/weir/internal/kafkatest"
 	"github.com/weir-runner/weir/kafkaio"
 )
 
@@ -48,11 +49,13 @@ func drainGraph(cfg kafkaio.ReadConfig, drain <-chan struct{}, sink *watermarkSi
 // TestDrainEndsRead: a drained unbounded read ends where it is, as a
 // bounded read ends: the graph finishes without error, the watermark goes
 // to +inf, and the offsets it read are committed.
-func TestDrainEndsRead(t *testing.T) {
-	c := newCluster(t, 2, "in")
-	produceCommitInput(t, c)
-	cfg := kafkaio.ReadConfig{BootstrapServers: c.ListenAddrs(), Topics: []string{"in"}, Start: kafkaio.StartEarliest,
-		CommitOffsetsInFinalize: true, ConsumerConfig: map[string]string{"group.id": "g"}}
+func TestDrainEndsRead(t *testing.T) { kafkatest.Each(t, testDrainEndsRead) }
+
+func testDrainEndsRead(t *testing.T, c *kafkatest.Broker) {
+	e := newCommitEnv(t, c)
+	e.produceInput(t)
+	cfg := kafkaio.ReadConfig{BootstrapServers: c.Addrs, Topics: []string{e.in}, Start: kafkaio.StartEarliest,
+		CommitOffsetsInFinalize: true, ConsumerConfig: map[string]string{"group.id": e.group}}
 	sink := &watermarkSink{countSink: countSink{seen: make(chan int, 16)}}
 	drain := make(chan struct{})
 	g := drainGraph(cfg, drain, sink)
@@ -69,7 +72,7 @@ func TestDrainEndsRead(t *testing.T) {
 	if wm := sink.last(); wm != mtime.MaxTimestamp {
 		t.Errorf("last watermark %v, want +inf", wm)
 	}
-	if got := groupOffsets(t, c); got != "0:3 1:2 " {
+	if got := e.groupOffsets(t); got != "0:3 1:2 " {
 		t.Errorf("committed %s, want the offsets read, 0:3 1:2", got)
 	}
 }

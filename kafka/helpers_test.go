@@ -8,8 +8,9 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-runner/weir/internal/kafkatest"
 )
 
 const maxTime = mtime.MaxTimestamp
@@ -27,20 +28,9 @@ func commit(t *testing.T, cl *kgo.Client, group, topic string, p int32, at int64
 	}
 }
 
-func createTopic(t *testing.T, c *kfake.Cluster, topic string, partitions int32) {
+func createTopic(t *testing.T, c *kafkatest.Broker, topic string, partitions int32) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	resp, err := kadm.NewClient(cl).CreateTopic(context.Background(), partitions, 1, nil, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	c.CreateTopic(t, topic, partitions)
 }
 
 func sortedKeys(m map[string]bool) []string {

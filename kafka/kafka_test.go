@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/weir-runner/weir/internal/kafkatest"
 	"github.com/weir-runner/weir/kafkaio"
 )
 
@@ -34,19 +35,14 @@ func (c *fakeClock) Advance(d time.Duration) {
 }
 
 // newCluster starts an in-process kfake broker with the given topics of
-// partitions partitions each.
-func newCluster(t *testing.T, partitions int32, topics ...string) *kfake.Cluster {
+// partitions partitions each, for the tests that run on kfake only.
+func newCluster(t *testing.T, partitions int32, topics ...string) *kafkatest.Broker {
 	t.Helper()
-	opts := []kfake.Opt{kfake.NumBrokers(1)}
+	var opts []kfake.Opt
 	if len(topics) > 0 {
 		opts = append(opts, kfake.SeedTopics(partitions, topics...))
 	}
-	c, err := kfake.NewCluster(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
+	return kafkatest.Fake(t, opts...)
 }
 
 // rec is a record to produce to one partition, at event time ts (ms).
@@ -56,9 +52,9 @@ type rec struct {
 	ts        int64
 }
 
-func produce(t *testing.T, c *kfake.Cluster, topic string, recs ...rec) {
+func produce(t *testing.T, c *kafkatest.Broker, topic string, recs ...rec) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,20 +109,22 @@ func TestBackoff(t *testing.T) {
 }
 
 // TestReadStart reads a 3-partition topic from each start position.
-func TestReadStart(t *testing.T) {
-	c := newCluster(t, 3, "in")
+func TestReadStart(t *testing.T) { kafkatest.Each(t, testReadStart) }
+
+func testReadStart(t *testing.T, c *kafkatest.Broker) {
+	in, g, never := c.Topic(t, "in", 3), c.Name(t, "g"), c.Name(t, "never-committed")
 	var recs []rec
 	for i := range 9 {
 		recs = append(recs, rec{partition: int32(i % 3), val: fmt.Sprint("v", i), ts: int64(1000 * (i + 1))})
 	}
-	produce(t, c, "in", recs...)
+	produce(t, c, in, recs...)
 	// group g committed offset 2 on partition 0 only.
-	adm, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	adm, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer adm.Close()
-	commit(t, adm, "g", "in", 0, 2)
+	commit(t, adm, g, in, 0, 2)
 
 	for _, tc := range []struct {
 		name   string
@@ -143,12 +141,13 @@ func TestReadStart(t *testing.T) {
 		// partition 0 from its commit (offset 2: v6), the others from the
 		// start, as auto.offset.reset says.
 		{"committed", kafkaio.ReadConfig{Start: kafkaio.StartCommitted,
-			ConsumerConfig: map[string]string{"group.id": "g", "auto.offset.reset": "earliest"}}, nil,
+			ConsumerConfig: map[string]string{"group.id": g, "auto.offset.reset": "earliest"}}, nil,
 			[]string{"v1", "v2", "v4", "v5", "v6", "v7", "v8"}},
-		// a group that never committed (kfake answers GROUP_ID_NOT_FOUND)
+		// a group that never committed (kfake answers GROUP_ID_NOT_FOUND,
+		// Kafka an empty answer)
 		// starts every partition where auto.offset.reset says
 		{"committed, new group", kafkaio.ReadConfig{Start: kafkaio.StartCommitted,
-			ConsumerConfig: map[string]string{"group.id": "never-committed", "auto.offset.reset": "earliest"}}, nil,
+			ConsumerConfig: map[string]string{"group.id": never, "auto.offset.reset": "earliest"}}, nil,
 			[]string{"v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8"}},
 		// last: it adds a record the others would read
 		{"latest", kafkaio.ReadConfig{Start: kafkaio.StartLatest}, []rec{{partition: 1, val: "new", ts: 99000}},
@@ -156,13 +155,13 @@ func TestReadStart(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg
-			cfg.BootstrapServers, cfg.Topics = c.ListenAddrs(), []string{"in"}
+			cfg.BootstrapServers, cfg.Topics = c.Addrs, []string{in}
 			r, err := Open(context.Background(), &cfg, ReaderOptions{Name: "read-" + tc.name, PollWait: 20 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			produce(t, c, "in", tc.before...)
+			produce(t, c, in, tc.before...)
 			got := values(readAll(t, r, len(tc.want), 100))
 			// One more poll: nothing beyond what is expected.
 			for _, x := range readAll(t, r, 1, 3) {
@@ -176,12 +175,14 @@ func TestReadStart(t *testing.T) {
 }
 
 // TestReadMaxRecords ends a read after max_records, at +inf.
-func TestReadMaxRecords(t *testing.T) {
-	c := newCluster(t, 3, "in")
+func TestReadMaxRecords(t *testing.T) { kafkatest.Each(t, testReadMaxRecords) }
+
+func testReadMaxRecords(t *testing.T, c *kafkatest.Broker) {
+	in := c.Topic(t, "in", 3)
 	for p := range int32(3) {
-		produce(t, c, "in", rec{partition: p, val: "a", ts: 1000}, rec{partition: p, val: "b", ts: 2000})
+		produce(t, c, in, rec{partition: p, val: "a", ts: 1000}, rec{partition: p, val: "b", ts: 2000})
 	}
-	cfg := kafkaio.ReadConfig{BootstrapServers: c.ListenAddrs(), Topics: []string{"in"}, MaxRecords: 4}
+	cfg := kafkaio.ReadConfig{BootstrapServers: c.Addrs, Topics: []string{in}, MaxRecords: 4}
 	r, err := Open(context.Background(), &cfg, ReaderOptions{Name: "bounded", PollWait: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -200,10 +201,12 @@ func TestReadMaxRecords(t *testing.T) {
 }
 
 // TestReadMaxReadTime ends a read after max_read_time on the fake clock.
-func TestReadMaxReadTime(t *testing.T) {
-	c := newCluster(t, 1, "in")
+func TestReadMaxReadTime(t *testing.T) { kafkatest.Each(t, testReadMaxReadTime) }
+
+func testReadMaxReadTime(t *testing.T, c *kafkatest.Broker) {
+	in := c.Topic(t, "in", 1)
 	clock := newFakeClock()
-	cfg := kafkaio.ReadConfig{BootstrapServers: c.ListenAddrs(), Topics: []string{"in"}, MaxReadTimeMillis: 60_000}
+	cfg := kafkaio.ReadConfig{BootstrapServers: c.Addrs, Topics: []string{in}, MaxReadTimeMillis: 60_000}
 	r, err := Open(context.Background(), &cfg, ReaderOptions{Name: "timed", Clock: clock, PollWait: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -220,14 +223,58 @@ func TestReadMaxReadTime(t *testing.T) {
 	}
 }
 
+// TestReadToTransactionEnd: a partition whose last records were written
+// in a transaction, read to its end, has no lag and no backlog, and its
+// position is past the transaction's marker, which takes an offset of its
+// own. Records of an aborted transaction are not read with
+// read_committed.
+func TestReadToTransactionEnd(t *testing.T) { kafkatest.Each(t, testReadToTransactionEnd) }
+
+func testReadToTransactionEnd(t *testing.T, c *kafkatest.Broker) {
+	in := c.Topic(t, "in", 1)
+	ctx := context.Background()
+	p := c.Client(t, kgo.TransactionalID(c.Name(t, "producer")), kgo.DefaultProduceTopic(in))
+	for _, end := range []kgo.TransactionEndTry{kgo.TryCommit, kgo.TryAbort, kgo.TryCommit} {
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprint(end))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.EndTransaction(ctx, end); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := kafkaio.ReadConfig{BootstrapServers: c.Addrs, Topics: []string{in},
+		ConsumerConfig: map[string]string{"isolation.level": "read_committed"}}
+	r, err := Open(ctx, &cfg, ReaderOptions{Name: "src", PollWait: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got := readAll(t, r, 2, 100)
+	readAll(t, r, 1, 3) // the marker may come in a later fetch
+	if len(got) != 2 {
+		t.Fatalf("read %d records, want the 2 committed", len(got))
+	}
+	// 3 records and 3 markers.
+	if s := r.Stats().Partitions[0]; s.Next != 6 || s.Lag != 0 {
+		t.Errorf("read to the end: next %d, lag %d; want 6 and 0", s.Next, s.Lag)
+	}
+	if st := r.reportStates(); st[0].Backlog {
+		t.Error("a partition read to its end has a backlog")
+	}
+}
+
 // TestReadErrorsRetried: a missing topic and unreachable brokers are
 // reported, naming the source and topic, and retried until they are fixed
 // or the job ends.
 func TestReadErrorsRetried(t *testing.T) {
-	t.Run("missing topic, then created", func(t *testing.T) {
-		c := newCluster(t, 1)
+	// A missing topic, then created.
+	kafkatest.Each(t, func(t *testing.T, c *kafkatest.Broker) {
+		later := c.Name(t, "later")
 		errs := make(chan error, 100)
-		cfg := kafkaio.ReadConfig{BootstrapServers: c.ListenAddrs(), Topics: []string{"later"}}
+		cfg := kafkaio.ReadConfig{BootstrapServers: c.Addrs, Topics: []string{later}}
 		type opened struct {
 			r   *Reader
 			err error
@@ -244,11 +291,11 @@ func TestReadErrorsRetried(t *testing.T) {
 			done <- opened{r, err}
 		}()
 		err := <-errs
-		if want := `kafka source src: topic "later"`; !contains(err.Error(), want) {
+		if want := fmt.Sprintf("kafka source src: topic %q", later); !contains(err.Error(), want) {
 			t.Fatalf("error %q does not name %q", err, want)
 		}
-		createTopic(t, c, "later", 2)
-		produce(t, c, "later", rec{partition: 1, val: "x", ts: 5})
+		createTopic(t, c, later, 2)
+		produce(t, c, later, rec{partition: 1, val: "x", ts: 5})
 		o := <-done
 		if o.err != nil {
 			t.Fatal(o.err)
@@ -260,8 +307,8 @@ func TestReadErrorsRetried(t *testing.T) {
 	})
 	t.Run("unreachable brokers", func(t *testing.T) {
 		c := newCluster(t, 1)
-		addr := c.ListenAddrs()
-		c.Close() // nothing listens there now
+		addr := c.Addrs
+		c.Fake.Close() // nothing listens there now
 		errs := make(chan error, 100)
 		ctx, cancel := context.WithCancel(context.Background())
 		cfg := kafkaio.ReadConfig{BootstrapServers: addr, Topics: []string{"in"}}
@@ -287,9 +334,11 @@ func TestReadErrorsRetried(t *testing.T) {
 	})
 }
 
-func TestWriter(t *testing.T) {
-	c := newCluster(t, 3, "out")
-	w, err := NewWriter(&kafkaio.WriteConfig{BootstrapServers: c.ListenAddrs(), Topic: "out"}, WriterOptions{Name: "sink"})
+func TestWriter(t *testing.T) { kafkatest.Each(t, testWriter) }
+
+func testWriter(t *testing.T, c *kafkatest.Broker) {
+	out := c.Topic(t, "out", 3)
+	w, err := NewWriter(&kafkaio.WriteConfig{BootstrapServers: c.Addrs, Topic: out}, WriterOptions{Name: "sink"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +352,7 @@ func TestWriter(t *testing.T) {
 	if w.Written() != 100 {
 		t.Errorf("written %d, want 100", w.Written())
 	}
-	cfg := kafkaio.ReadConfig{BootstrapServers: c.ListenAddrs(), Topics: []string{"out"}, MaxRecords: 100}
+	cfg := kafkaio.ReadConfig{BootstrapServers: c.Addrs, Topics: []string{out}, MaxRecords: 100}
 	r, err := Open(context.Background(), &cfg, ReaderOptions{Name: "check", PollWait: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -316,10 +365,12 @@ func TestWriter(t *testing.T) {
 
 // TestWriterMissingTopic: records for a topic that does not exist yet are
 // reported and produced again until it does.
-func TestWriterMissingTopic(t *testing.T) {
-	c := newCluster(t, 1)
+func TestWriterMissingTopic(t *testing.T) { kafkatest.Each(t, testWriterMissingTopic) }
+
+func testWriterMissingTopic(t *testing.T, c *kafkatest.Broker) {
+	later := c.Name(t, "later")
 	errs := make(chan error, 100)
-	w, err := NewWriter(&kafkaio.WriteConfig{BootstrapServers: c.ListenAddrs(), Topic: "later"}, WriterOptions{Name: "sink",
+	w, err := NewWriter(&kafkaio.WriteConfig{BootstrapServers: c.Addrs, Topic: later}, WriterOptions{Name: "sink",
 		ClientOpts: []kgo.Opt{kgo.UnknownTopicRetries(1)},
 		OnError: func(err error) {
 			select {
@@ -337,10 +388,10 @@ func TestWriterMissingTopic(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.Flush(context.Background()) }()
 	err = <-errs
-	if want := `kafka sink sink: topic "later": 10 records not written`; !contains(err.Error(), want) {
+	if want := fmt.Sprintf("kafka sink sink: topic %q: 10 records not written", later); !contains(err.Error(), want) {
 		t.Fatalf("error %q does not say %q", err, want)
 	}
-	createTopic(t, c, "later", 1)
+	createTopic(t, c, later, 1)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -352,12 +403,10 @@ func TestWriterMissingTopic(t *testing.T) {
 // Like Java's producer, the writer lets a broker that allows it create the
 // topic it writes to, unless the producer config says not to.
 func TestWriterAutoCreatesTopic(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	w, err := NewWriter(&kafkaio.WriteConfig{BootstrapServers: c.ListenAddrs(), Topic: "fresh"}, WriterOptions{Name: "sink"})
+	// kfake only: weir's test broker, like production clusters, does not
+	// create topics on first use.
+	c := kafkatest.Fake(t, kfake.AllowAutoTopicCreation())
+	w, err := NewWriter(&kafkaio.WriteConfig{BootstrapServers: c.Addrs, Topic: "fresh"}, WriterOptions{Name: "sink"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +417,7 @@ func TestWriterAutoCreatesTopic(t *testing.T) {
 	if err := w.Flush(context.Background()); err != nil || w.Written() != 5 {
 		t.Fatalf("flush: %v, written %d; want 5 records in the new topic", err, w.Written())
 	}
-	if _, err := NewWriter(&kafkaio.WriteConfig{BootstrapServers: c.ListenAddrs(), Topic: "x",
+	if _, err := NewWriter(&kafkaio.WriteConfig{BootstrapServers: c.Addrs, Topic: "x",
 		ProducerConfig: map[string]string{"allow.auto.create.topics": "maybe"}}, WriterOptions{Name: "sink"}); err == nil ||
 		!contains(err.Error(), "allow.auto.create.topics") {
 		t.Errorf("a bad allow.auto.create.topics gave %v", err)

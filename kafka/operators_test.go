@@ -76,7 +76,7 @@ func TestReadBytesShort(t *testing.T) {
 // KV<bytes, bytes>, and reads the records back.
 func TestSink(t *testing.T) {
 	c := newCluster(t, 1, "out")
-	w, err := NewWriter(&kafkaio.WriteConfig{BootstrapServers: c.ListenAddrs(), Topic: "out"}, WriterOptions{Name: "sink"})
+	w, err := NewWriter(&kafkaio.WriteConfig{BootstrapServers: c.Addrs, Topic: "out"}, WriterOptions{Name: "sink"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestSink(t *testing.T) {
 	if err := sink.Finish(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Open(ctx, &kafkaio.ReadConfig{BootstrapServers: c.ListenAddrs(), Topics: []string{"out"}, MaxRecords: 2},
+	r, err := Open(ctx, &kafkaio.ReadConfig{BootstrapServers: c.Addrs, Topics: []string{"out"}, MaxRecords: 2},
 		ReaderOptions{Name: "check", PollWait: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ func TestMetrics(t *testing.T) {
 		rec{partition: 1, val: "c", ts: 61000})
 	groups := NewGroups()
 	m := NewMetrics(groups)
-	cfg := kafkaio.ReadConfig{BootstrapServers: c.ListenAddrs(), Topics: []string{"in"}, MaxRecords: 2,
+	cfg := kafkaio.ReadConfig{BootstrapServers: c.Addrs, Topics: []string{"in"}, MaxRecords: 2,
 		AlignmentGroup: "g", MaxDriftMillis: 1000}
 	r, err := Open(context.Background(), &cfg, ReaderOptions{Name: "src", Groups: groups, PollWait: 20 * time.Millisecond})
 	if err != nil {

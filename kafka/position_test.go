@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 
+	"github.com/weir-runner/weir/internal/kafkatest"
 	"github.com/weir-runner/weir/kafkaio"
 )
 
@@ -16,16 +17,18 @@ import (
 // start at their recorded next offset, an unlisted one (added since) at
 // the configured start, max_records counts on from the recorded reads,
 // and the position afterwards is where reading stopped.
-func TestReadResume(t *testing.T) {
-	c := newCluster(t, 3, "in")
+func TestReadResume(t *testing.T) { kafkatest.Each(t, testReadResume) }
+
+func testReadResume(t *testing.T, c *kafkatest.Broker) {
+	in := c.Topic(t, "in", 3)
 	var recs []rec
 	for i := range 9 {
 		recs = append(recs, rec{partition: int32(i % 3), val: fmt.Sprint("v", i), ts: int64(1000 * (i + 1))})
 	}
-	produce(t, c, "in", recs...)
+	produce(t, c, in, recs...)
 	// Partition 0 holds v0 v3 v6, 1 holds v1 v4 v7, 2 holds v2 v5 v8.
-	pos := &Position{Next: map[string]map[int32]int64{"in": {0: 2, 1: 1}}, Read: 3}
-	cfg := kafkaio.ReadConfig{BootstrapServers: c.ListenAddrs(), Topics: []string{"in"}, MaxRecords: 3 + 6}
+	pos := &Position{Next: map[string]map[int32]int64{in: {0: 2, 1: 1}}, Read: 3}
+	cfg := kafkaio.ReadConfig{BootstrapServers: c.Addrs, Topics: []string{in}, MaxRecords: 3 + 6}
 	r, err := Open(context.Background(), &cfg, ReaderOptions{Name: "resume", PollWait: 20 * time.Millisecond, Resume: pos})
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +43,7 @@ func TestReadResume(t *testing.T) {
 		t.Error("max_records did not count the restored reads")
 	}
 	after := r.Position()
-	if fmt.Sprint(after.Next) != "map[in:map[0:3 1:3 2:3]]" || after.Read != 9 {
+	if fmt.Sprint(after.Next) != fmt.Sprintf("map[%s:map[0:3 1:3 2:3]]", in) || after.Read != 9 {
 		t.Errorf("position after %+v", after)
 	}
 }
@@ -55,7 +58,7 @@ func TestReadResume(t *testing.T) {
 func TestReadResumeWatermarks(t *testing.T) {
 	c := newCluster(t, 2, "in")
 	clock := newFakeClock()
-	cfg := kafkaio.ReadConfig{BootstrapServers: c.ListenAddrs(), Topics: []string{"in"}, IdleTimeoutMillis: 1000}
+	cfg := kafkaio.ReadConfig{BootstrapServers: c.Addrs, Topics: []string{"in"}, IdleTimeoutMillis: 1000}
 	open := func(pos *Position) *Reader {
 		t.Helper()
 		if pos != nil { // through JSON, as a checkpoint keeps it

@@ -140,6 +140,12 @@ func Open(ctx context.Context, cfg *kafkaio.ReadConfig, opts ReaderOptions) (*Re
 		// next retry, not after kgo's default five seconds of cached
 		// metadata.
 		kgo.MetadataMinAge(500 * time.Millisecond),
+		// Transaction markers take an offset each, after the records they
+		// end. kgo skips them; seen, they move the partition's next offset
+		// past them, so a partition read to its end has no lag and no
+		// backlog (the alignment group may take it for dry) whether its
+		// last records were written in a transaction or not.
+		kgo.KeepControlRecords(),
 	}, copts...)
 	cl, err := kgo.NewClient(append(kopts, opts.ClientOpts...)...)
 	if err != nil {
@@ -320,6 +326,11 @@ func (r *Reader) Poll(ctx context.Context) ([]Record, error) {
 			if !r.hold && r.cfg.MaxRecords > 0 && r.read >= r.cfg.MaxRecords {
 				return
 			}
+			if rec.Attrs.IsControl() {
+				p.skipTo = rec.Offset + 1
+				p.skip()
+				continue
+			}
 			t, terr := r.eventTime(rec, now)
 			if terr != nil {
 				err = terr
@@ -428,6 +439,7 @@ func (r *Reader) release(out []Record, now time.Time) ([]Record, error) {
 		}
 		if len(p.held) == 0 {
 			p.held = nil
+			p.skip()
 		}
 	}
 	return out, nil

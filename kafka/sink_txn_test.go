@@ -8,14 +8,15 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-runner/weir/executor"
+	"github.com/weir-runner/weir/internal/kafkatest"
 	"github.com/weir-runner/weir/kafkaio"
 	"github.com/weir-runner/weir/state"
 	"github.com/weir-runner/weir/twophase"
@@ -24,15 +25,28 @@ import (
 
 const txnPartitions = 2
 
-// txnSink makes an exactly-once sink subtask over store, as the runner
-// does, with transactional id "sink-0".
-func txnSink(t *testing.T, c *kfake.Cluster, store *state.Store) *TxnSink {
+// txnEnv is one test's sink topic, of txnPartitions partitions, and the
+// transactional id of its sink subtask, on one broker.
+type txnEnv struct {
+	b     *kafkatest.Broker
+	topic string
+	txnID string
+}
+
+func newTxnEnv(t *testing.T, b *kafkatest.Broker) *txnEnv {
+	return &txnEnv{b: b, topic: b.Topic(t, "out", txnPartitions), txnID: b.Name(t, "sink")}
+}
+
+// sink makes an exactly-once sink subtask over store, as the runner does.
+// Sinks of one env share the transactional id, as the runs of one job do.
+func (e *txnEnv) sink(t *testing.T, store *state.Store) *TxnSink {
 	t.Helper()
-	w, err := NewTxnWriter(&kafkaio.WriteConfig{BootstrapServers: c.ListenAddrs(), Topic: "out", Semantic: kafkaio.ExactlyOnce},
-		TxnOptions{Name: "sink[0]", TransactionalID: "sink-0"})
+	w, err := NewTxnWriter(&kafkaio.WriteConfig{BootstrapServers: e.b.Addrs, Topic: e.topic, Semantic: kafkaio.ExactlyOnce},
+		TxnOptions{Name: "sink[0]", TransactionalID: e.txnID})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(w.Close)
 	return &TxnSink{Writer: w, Pending: twophase.NewPending(store, "s/0", "sink[0]"), In: kvBytesCodec(t)}
 }
 
@@ -47,14 +61,9 @@ func elems(vals ...string) [][]byte {
 
 // written returns how many records (committed, aborted or open) the topic
 // holds, control records included: Kafka's end offsets.
-func written(t *testing.T, c *kfake.Cluster) int64 {
+func (e *txnEnv) written(t *testing.T) int64 {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(context.Background(), "out")
+	ends, err := e.b.Admin(t).ListEndOffsets(context.Background(), e.topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,21 +79,21 @@ var sentinels atomic.Int64
 // partition, outside any transaction, and reads until it has seen them
 // all: so it returns everything committed before the call, without a
 // timeout, and hangs (failing the test) if a transaction is left open.
-func committed(t *testing.T, c *kfake.Cluster) []string {
+func (e *txnEnv) committed(t *testing.T) []string {
 	t.Helper()
 	ctx := context.Background()
 	sentinel := fmt.Sprint("sentinel-", sentinels.Add(1))
-	p, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	p, err := kgo.NewClient(kgo.SeedBrokers(e.b.Addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for part := range int32(txnPartitions) {
-		if err := p.ProduceSync(ctx, &kgo.Record{Topic: "out", Partition: part, Value: []byte(sentinel)}).FirstErr(); err != nil {
+		if err := p.ProduceSync(ctx, &kgo.Record{Topic: e.topic, Partition: part, Value: []byte(sentinel)}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	p.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics("out"),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.b.Addrs...), kgo.ConsumeTopics(e.topic),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
@@ -120,9 +129,9 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func want(t *testing.T, c *kfake.Cluster, vals ...string) {
+func (e *txnEnv) want(t *testing.T, vals ...string) {
 	t.Helper()
-	got := committed(t, c)
+	got := e.committed(t)
 	if vals == nil {
 		vals = []string{}
 	}
@@ -138,33 +147,95 @@ func want(t *testing.T, c *kfake.Cluster, vals ...string) {
 // a checkpoint covering them completes, each exactly once, and leave the
 // store then.
 func TestTxnSinkCommitsOnCheckpointComplete(t *testing.T) {
-	c := newCluster(t, txnPartitions, "out")
+	kafkatest.Each(t, testTxnSinkCommitsOnCheckpointComplete)
+}
+
+func testTxnSinkCommitsOnCheckpointComplete(t *testing.T, c *kafkatest.Broker) {
+	e := newTxnEnv(t, c)
 	ctx := context.Background()
 	store := twophasetest.Store(t)
-	s := txnSink(t, c, store)
+	s := e.sink(t, store)
 	must(t, s.Process(ctx, 0, elems("a", "b", "c")))
 	must(t, s.Barrier(ctx, 1))
 	must(t, s.Process(ctx, 0, elems("d"))) // after the barrier: checkpoint 2's
-	if n := written(t, c); n != 0 {
+	if n := e.written(t); n != 0 {
 		t.Fatalf("%d records in Kafka before any checkpoint completed, want 0", n)
 	}
 	must(t, s.CheckpointComplete(ctx, 1))
-	want(t, c, "a", "b", "c")
+	e.want(t, "a", "b", "c")
 	must(t, s.Barrier(ctx, 2))
 	must(t, s.Process(ctx, 0, elems("e")))
 	must(t, s.CheckpointComplete(ctx, 2))
 	must(t, s.CheckpointComplete(ctx, 2)) // a repeated notification writes nothing
-	want(t, c, "a", "b", "c", "d")
+	e.want(t, "a", "b", "c", "d")
 	n := 0
 	must(t, s.Pending.Read(0, 100, func(executor.BarrierID, []byte) error { n++; return nil }))
 	if n != 1 {
 		t.Errorf("%d records left in the store, want 1 (the open epoch)", n)
 	}
 	must(t, s.Finish(ctx)) // the end of input commits the open epoch
-	want(t, c, "a", "b", "c", "d", "e")
+	e.want(t, "a", "b", "c", "d", "e")
 	if s.Committed != 5 {
 		t.Errorf("Committed = %d, want 5", s.Committed)
 	}
+}
+
+// TestTxnSinkCommitsBackToBack: checkpoints that complete one after
+// another each commit at the first attempt, with no warning. Before each
+// commit the sink reads its marker, which a real broker reports unstable
+// until it has finished the previous commit; that is waited out, not
+// retried as a failure.
+func TestTxnSinkCommitsBackToBack(t *testing.T) { kafkatest.Each(t, testTxnSinkCommitsBackToBack) }
+
+func testTxnSinkCommitsBackToBack(t *testing.T, c *kafkatest.Broker) {
+	e := newTxnEnv(t, c)
+	ctx := context.Background()
+	s := e.sink(t, twophasetest.Store(t))
+	s.OnError = func(err error) { t.Errorf("retried %v", err) }
+	var vals []string
+	for id := range executor.BarrierID(20) {
+		v := fmt.Sprint(100 + id) // sorted as numbers and as strings
+		vals = append(vals, v)
+		must(t, s.Process(ctx, 0, elems(v)))
+		must(t, s.Barrier(ctx, id+1))
+		must(t, s.CheckpointComplete(ctx, id+1))
+	}
+	e.want(t, vals...)
+}
+
+// TestTxnSinkMissingTopic: a commit to a topic that does not exist (the
+// brokers do not create topics on first use) is reported, naming the
+// sink and topic, and retried until the topic is created; then its
+// records are committed once.
+func TestTxnSinkMissingTopic(t *testing.T) { kafkatest.Each(t, testTxnSinkMissingTopic) }
+
+func testTxnSinkMissingTopic(t *testing.T, c *kafkatest.Broker) {
+	e := &txnEnv{b: c, topic: c.Name(t, "later"), txnID: c.Name(t, "sink")}
+	ctx := context.Background()
+	w, err := NewTxnWriter(&kafkaio.WriteConfig{BootstrapServers: c.Addrs, Topic: e.topic, Semantic: kafkaio.ExactlyOnce},
+		TxnOptions{Name: "sink[0]", TransactionalID: e.txnID, ClientOpts: []kgo.Opt{kgo.UnknownTopicRetries(1)}})
+	must(t, err)
+	t.Cleanup(w.Close)
+	s := &TxnSink{Writer: w, Pending: twophase.NewPending(twophasetest.Store(t), "s/0", "sink[0]"), In: kvBytesCodec(t)}
+	errs := make(chan error, 100)
+	s.OnError = func(err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	}
+	must(t, s.Process(ctx, 0, elems("a", "b")))
+	must(t, s.Barrier(ctx, 1))
+	done := make(chan error, 1)
+	go func() { done <- s.CheckpointComplete(ctx, 1) }()
+	err = <-errs
+	if want := fmt.Sprintf("kafka sink sink[0]: topic %q: commit of checkpoint 1", e.topic); !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q does not say %q", err, want)
+	}
+	t.Logf("retried: %v", err)
+	c.CreateTopic(t, e.topic, txnPartitions)
+	must(t, <-done)
+	e.want(t, "a", "b")
 }
 
 // TestTxnSinkCrashBeforeCommit: the job crashes after checkpoint 1's
@@ -172,28 +243,30 @@ func TestTxnSinkCommitsOnCheckpointComplete(t *testing.T) {
 // a transaction of the crashed sink left open in Kafka. A sink over the
 // restored store commits them exactly once, and the open transaction is
 // aborted, not committed.
-func TestTxnSinkCrashBeforeCommit(t *testing.T) {
-	c := newCluster(t, txnPartitions, "out")
+func TestTxnSinkCrashBeforeCommit(t *testing.T) { kafkatest.Each(t, testTxnSinkCrashBeforeCommit) }
+
+func testTxnSinkCrashBeforeCommit(t *testing.T, c *kafkatest.Broker) {
+	e := newTxnEnv(t, c)
 	ctx := context.Background()
 	store := twophasetest.Store(t)
-	s := txnSink(t, c, store)
+	s := e.sink(t, store)
 	must(t, s.Process(ctx, 0, elems("a", "b")))
 	must(t, s.Barrier(ctx, 1))
 	restore := twophasetest.Checkpoint(t, store, "s/0")
 	must(t, s.Process(ctx, 0, elems("lost"))) // after the checkpoint: replayed by the sources
 	// The crashed process was writing a transaction it never ended.
-	zombie, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.TransactionalID("sink-0"), kgo.DefaultProduceTopic("out"))
+	zombie, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs...), kgo.TransactionalID(e.txnID), kgo.DefaultProduceTopic(e.topic))
 	must(t, err)
 	t.Cleanup(zombie.Close)
 	must(t, zombie.BeginTransaction())
 	must(t, zombie.ProduceSync(ctx, &kgo.Record{Key: []byte("kzombie"), Value: []byte("zombie")}).FirstErr())
 
-	r := txnSink(t, c, restore())
+	r := e.sink(t, restore())
 	must(t, r.Process(ctx, 0, elems("c"))) // the first call recovers
-	want(t, c, "a", "b")
+	e.want(t, "a", "b")
 	must(t, r.Barrier(ctx, 2))
 	must(t, r.CheckpointComplete(ctx, 2))
-	want(t, c, "a", "b", "c")
+	e.want(t, "a", "b", "c")
 }
 
 // TestTxnSinkCrashAfterCommitBeforeDelete: checkpoint 1 completes and is
@@ -201,22 +274,26 @@ func TestTxnSinkCrashBeforeCommit(t *testing.T) {
 // restored store (checkpoint 1's snapshot) still holds them; the marker
 // keeps them from being written twice.
 func TestTxnSinkCrashAfterCommitBeforeDelete(t *testing.T) {
-	c := newCluster(t, txnPartitions, "out")
+	kafkatest.Each(t, testTxnSinkCrashAfterCommitBeforeDelete)
+}
+
+func testTxnSinkCrashAfterCommitBeforeDelete(t *testing.T, c *kafkatest.Broker) {
+	e := newTxnEnv(t, c)
 	ctx := context.Background()
 	store := twophasetest.Store(t)
-	s := txnSink(t, c, store)
+	s := e.sink(t, store)
 	must(t, s.Process(ctx, 0, elems("a", "b")))
 	must(t, s.Barrier(ctx, 1))
 	restore := twophasetest.Checkpoint(t, store, "s/0")
 	must(t, s.CheckpointComplete(ctx, 1))
 	s.Writer.Close()
-	want(t, c, "a", "b")
+	e.want(t, "a", "b")
 
-	r := txnSink(t, c, restore())
+	r := e.sink(t, restore())
 	must(t, r.Process(ctx, 0, elems("c")))
 	must(t, r.Barrier(ctx, 2))
 	must(t, r.CheckpointComplete(ctx, 2))
-	want(t, c, "a", "b", "c")
+	e.want(t, "a", "b", "c")
 	if r.Committed != 1 {
 		t.Errorf("the restored sink committed %d records, want 1", r.Committed)
 	}
@@ -225,56 +302,60 @@ func TestTxnSinkCrashAfterCommitBeforeDelete(t *testing.T) {
 // TestTxnSinkMarkerOfAnotherRun: a job started afresh (not restored)
 // numbers its checkpoints from 1 again; the marker an earlier run left at
 // a higher checkpoint must not hide its records.
-func TestTxnSinkMarkerOfAnotherRun(t *testing.T) {
-	c := newCluster(t, txnPartitions, "out")
+func TestTxnSinkMarkerOfAnotherRun(t *testing.T) { kafkatest.Each(t, testTxnSinkMarkerOfAnotherRun) }
+
+func testTxnSinkMarkerOfAnotherRun(t *testing.T, c *kafkatest.Broker) {
+	e := newTxnEnv(t, c)
 	ctx := context.Background()
-	s := txnSink(t, c, twophasetest.Store(t))
+	s := e.sink(t, twophasetest.Store(t))
 	must(t, s.Process(ctx, 0, elems("a")))
 	must(t, s.Barrier(ctx, 5))
 	must(t, s.CheckpointComplete(ctx, 5))
 	s.Writer.Close()
 
-	r := txnSink(t, c, twophasetest.Store(t))
+	r := e.sink(t, twophasetest.Store(t))
 	must(t, r.Process(ctx, 0, elems("b")))
 	must(t, r.Barrier(ctx, 1))
 	must(t, r.CheckpointComplete(ctx, 1))
-	want(t, c, "a", "b")
+	e.want(t, "a", "b")
 }
 
 // TestTxnSinkRetriesBrokerError: a commit the broker refuses with a
 // retriable error is reported and retried until it succeeds, once.
 func TestTxnSinkRetriesBrokerError(t *testing.T) {
-	c := newCluster(t, txnPartitions, "out")
+	c := kafkatest.Fake(t) // steers the broker
+	e := newTxnEnv(t, c)
 	ctx := context.Background()
-	s := txnSink(t, c, twophasetest.Store(t))
+	s := e.sink(t, twophasetest.Store(t))
 	var retried []error
 	s.OnError = func(err error) { retried = append(retried, err) }
 	must(t, s.Process(ctx, 0, elems("a", "b")))
 	must(t, s.Barrier(ctx, 1))
 	// franz-go retries coordinator errors itself; this one reaches the sink.
-	c.ControlKey(int16(kmsg.AddOffsetsToTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+	c.Fake.ControlKey(int16(kmsg.AddOffsetsToTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 		resp.ErrorCode = kerr.ConcurrentTransactions.Code
 		return resp, nil, true
 	})
 	must(t, s.CheckpointComplete(ctx, 1))
 	if len(retried) != 1 || !errors.Is(retried[0], kerr.ConcurrentTransactions) ||
-		!strings.Contains(retried[0].Error(), `kafka sink sink[0]: topic "out": commit of checkpoint 1`) {
+		!strings.Contains(retried[0].Error(), fmt.Sprintf("kafka sink sink[0]: topic %q: commit of checkpoint 1", e.topic)) {
 		t.Errorf("retried errors %v, want one naming the sink, topic and checkpoint", retried)
 	}
-	want(t, c, "a", "b")
+	e.want(t, "a", "b")
 }
 
 // TestTxnSinkFencedFailsLoudly: a commit that cannot succeed (another
 // producer took the transactional id) fails at once.
 func TestTxnSinkFencedFailsLoudly(t *testing.T) {
-	c := newCluster(t, txnPartitions, "out")
+	c := kafkatest.Fake(t) // steers the broker
+	e := newTxnEnv(t, c)
 	ctx := context.Background()
-	s := txnSink(t, c, twophasetest.Store(t))
+	s := e.sink(t, twophasetest.Store(t))
 	s.OnError = func(err error) { t.Errorf("retried %v", err) }
 	must(t, s.Process(ctx, 0, elems("a")))
 	must(t, s.Barrier(ctx, 1))
-	c.ControlKey(int16(kmsg.AddOffsetsToTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+	c.Fake.ControlKey(int16(kmsg.AddOffsetsToTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 		resp.ErrorCode = kerr.ProducerFenced.Code
 		return resp, nil, true
@@ -283,7 +364,93 @@ func TestTxnSinkFencedFailsLoudly(t *testing.T) {
 	if !twophase.IsPermanent(err) || !errors.Is(err, kerr.ProducerFenced) {
 		t.Fatalf("CheckpointComplete = %v, want a permanent ProducerFenced", err)
 	}
-	want(t, c)
+	e.want(t)
+}
+
+// TestTxnSinkFencedByAnotherWriter: a second writer with the same
+// transactional id (a second job writing as this one) fences the first,
+// whose next commit fails at once, permanently, writing nothing, and
+// does not fence the second in turn.
+func TestTxnSinkFencedByAnotherWriter(t *testing.T) {
+	kafkatest.Each(t, testTxnSinkFencedByAnotherWriter)
+}
+
+func testTxnSinkFencedByAnotherWriter(t *testing.T, c *kafkatest.Broker) {
+	e := newTxnEnv(t, c)
+	ctx := context.Background()
+	first := e.sink(t, twophasetest.Store(t))
+	var retried []error
+	first.OnError = func(err error) { retried = append(retried, err) }
+	must(t, first.Process(ctx, 0, elems("a")))
+	must(t, first.Barrier(ctx, 1))
+	must(t, first.CheckpointComplete(ctx, 1))
+
+	second := e.sink(t, twophasetest.Store(t))
+	must(t, second.Process(ctx, 0, elems("b")))
+	must(t, second.Barrier(ctx, 1))
+	must(t, second.CheckpointComplete(ctx, 1)) // inits the producer id
+	must(t, first.Process(ctx, 0, elems("lost")))
+	must(t, first.Barrier(ctx, 2))
+	err := first.CheckpointComplete(ctx, 2)
+	if !twophase.IsPermanent(err) || !errors.Is(err, kerr.ProducerFenced) {
+		t.Fatalf("the fenced sink's commit = %v, want a permanent ProducerFenced (retried %v)", err, retried)
+	}
+	must(t, second.Process(ctx, 0, elems("c")))
+	must(t, second.Barrier(ctx, 2))
+	must(t, second.CheckpointComplete(ctx, 2))
+	e.want(t, "a", "b", "c")
+}
+
+// TestTxnWriterTransactionTimedOut: a commit that outlives its
+// transaction timeout, which the broker aborts (and, with Kafka's
+// transaction.version 2, bumps the producer epoch for), fails, and is
+// retried; the next commit of the same writer succeeds. The timed-out
+// records are not committed. Kafka lets the producer whose transaction
+// it timed out abort with its own producer id and go on; kfake answers
+// that abort with PRODUCER_FENCED, so the writer, which takes
+// ProducerFenced for another writer holding its id, would stop.
+func TestTxnWriterTransactionTimedOut(t *testing.T) {
+	kafkatest.Each(t, testTxnWriterTransactionTimedOut)
+}
+
+func testTxnWriterTransactionTimedOut(t *testing.T, c *kafkatest.Broker) {
+	if !c.Real() {
+		t.Skip("kfake fences the producer of a transaction it timed out; Kafka does not")
+	}
+	e := newTxnEnv(t, c)
+	ctx := context.Background()
+	w, err := NewTxnWriter(&kafkaio.WriteConfig{BootstrapServers: c.Addrs, Topic: e.topic, Semantic: kafkaio.ExactlyOnce},
+		TxnOptions{Name: "sink[0]", TransactionalID: e.txnID, ClientOpts: []kgo.Opt{kgo.TransactionTimeout(time.Second)}})
+	must(t, err)
+	t.Cleanup(w.Close)
+	adm := c.Admin(t)
+	_, err = w.Commit(ctx, "run", 1, func(produce func(key, value []byte)) error {
+		produce([]byte("klate"), []byte("late"))
+		must(t, w.client.Flush(ctx)) // the timeout runs from the first record
+		for {
+			d, err := adm.DescribeTransactions(ctx, e.txnID)
+			must(t, err)
+			if st := d[e.txnID].State; st != "Ongoing" {
+				t.Logf("the transaction is %s", st)
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		produce([]byte("klater"), []byte("later"))
+		return nil
+	})
+	if err == nil || twophase.IsPermanent(err) {
+		t.Fatalf("a commit past its transaction timeout = %v, want an error to retry", err)
+	}
+	t.Logf("the timed-out commit: %v", err)
+	n, err := w.Commit(ctx, "run", 1, func(produce func(key, value []byte)) error {
+		produce([]byte("kagain"), []byte("again"))
+		return nil
+	})
+	if err != nil || n != 1 {
+		t.Fatalf("the commit after the timeout = %d, %v; want 1 record", n, err)
+	}
+	e.want(t, "again")
 }
 
 func TestParseMarker(t *testing.T) {

@@ -32,6 +32,17 @@ type partition struct {
 	// fetched, since the partition is paused for fetching while it has
 	// any. Only with an alignment group.
 	held []heldRecord
+	// skipTo is the offset after the last transaction marker fetched:
+	// next moves there once every record before it is delivered.
+	skipTo int64
+}
+
+// skip moves next past the transaction markers fetched, unless records
+// before them are still held.
+func (p *partition) skip() {
+	if len(p.held) == 0 && p.skipTo > p.next {
+		p.next = p.skipTo
+	}
 }
 
 // heldRecord is a fetched record the reader has not delivered yet.

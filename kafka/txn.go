@@ -38,9 +38,15 @@ type TxnOptions struct {
 // which checkpoints' records are in the topic.
 //
 // No transaction stays open between calls: Commit begins and ends one,
-// and on any failure aborts it (best effort) and drops the client. The
-// next call makes a new client, whose InitProducerID fences and finishes
-// whatever the old one left open, before it reads the marker.
+// and on any failure aborts it with the same client. The writer's first
+// client initialises the producer id afresh, which fences whatever an
+// earlier process with the same transactional id left open; it keeps that
+// client for its life. A new client would fence a writer that had fenced
+// this one (a second job writing as this one): the two would take the
+// id from each other at every retry, both writing. The same client's
+// abort re-initialises with its own producer id and epoch instead, which
+// Kafka refuses with ProducerFenced once another writer holds the id:
+// that error is permanent, and the fenced writer stops.
 type TxnWriter struct {
 	name  string
 	topic string
@@ -48,10 +54,14 @@ type TxnWriter struct {
 	group string
 	kopts []kgo.Opt
 
-	client  *kgo.Client // nil until needed, and after a failure
+	client  *kgo.Client // nil until needed
 	adm     *kadm.Client
 	topicID [16]byte
 	haveID  bool
+	// unended is set while a failed transaction may still be open: the
+	// abort after the failure failed too, and is tried again before the
+	// next transaction begins.
+	unended bool
 }
 
 // NewTxnWriter returns a transactional writer to cfg's topic. It does not
@@ -97,9 +107,25 @@ func (w *TxnWriter) connect(ctx context.Context) error {
 	return nil
 }
 
-// drop aborts what the client has open, best effort and bounded, and
-// closes it.
-func (w *TxnWriter) drop() {
+// abort ends a failed transaction: it drops the records not yet sent and
+// aborts with the same client, re-initialising its producer id with the
+// id and epoch it has if the failure calls for it. An error that says
+// another writer holds the transactional id is permanent.
+func (w *TxnWriter) abort(ctx context.Context) error {
+	err := w.client.AbortBufferedRecords(ctx)
+	if err == nil {
+		err = w.client.EndTransaction(ctx, kgo.TryAbort)
+	}
+	w.unended = err != nil
+	if err != nil {
+		return classify(fmt.Errorf("abort a failed transaction of %q: %w", w.txnID, err))
+	}
+	return nil
+}
+
+// Close aborts what the client has open, best effort and bounded, and
+// closes it; nothing is open between commits.
+func (w *TxnWriter) Close() {
 	if w.client == nil {
 		return
 	}
@@ -110,9 +136,6 @@ func (w *TxnWriter) drop() {
 	w.client.Close()
 	w.client, w.adm = nil, nil
 }
-
-// Close closes the writer; nothing is open between commits.
-func (w *TxnWriter) Close() { w.drop() }
 
 // markerMeta is the marker's metadata: the run and the checkpoint.
 func markerMeta(run string, id executor.BarrierID) string {
@@ -135,18 +158,39 @@ func parseMarker(meta, run string) executor.BarrierID {
 
 // Marker returns the newest checkpoint of run whose records are
 // committed; 0 when none is. It reads committed offsets only
-// (RequireStable): while a transaction is being completed the broker
-// answers with a retriable error.
+// (RequireStable). Kafka answers UNSTABLE_OFFSET_COMMIT until the
+// coordinator has written the markers of the last transaction that
+// committed the group's offsets, which it does after EndTxn returns: right
+// after this writer's own commit, that is the usual answer. Marker waits
+// it out quietly for a while (unstableRetries) before returning it.
 func (w *TxnWriter) Marker(ctx context.Context, run string) (executor.BarrierID, error) {
 	if err := w.connect(ctx); err != nil {
 		return 0, err
 	}
+	for attempt := 0; ; attempt++ {
+		m, err := w.marker(ctx, run)
+		if !errors.Is(err, kerr.UnstableOffsetCommit) || attempt == unstableRetries {
+			return m, err
+		}
+		if err := sleep(ctx, unstableWait); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// unstableRetries and unstableWait bound how long Marker waits for
+// offsets to become stable before it reports the error (about 2 s).
+const (
+	unstableRetries = 100
+	unstableWait    = 20 * time.Millisecond
+)
+
+func (w *TxnWriter) marker(ctx context.Context, run string) (executor.BarrierID, error) {
 	resps, err := w.adm.FetchOffsets(kadm.RequireStable(ctx), w.group)
 	if errors.Is(err, kerr.GroupIDNotFound) {
 		return 0, nil
 	}
 	if err != nil {
-		w.drop()
 		return 0, fmt.Errorf("read marker of group %q: %w", w.group, err)
 	}
 	o, ok := resps.Lookup(w.topic, 0)
@@ -154,7 +198,6 @@ func (w *TxnWriter) Marker(ctx context.Context, run string) (executor.BarrierID,
 		return 0, nil
 	}
 	if o.Err != nil {
-		w.drop()
 		return 0, fmt.Errorf("read marker of group %q: %w", w.group, o.Err)
 	}
 	return parseMarker(o.Metadata, run), nil
@@ -167,6 +210,11 @@ func (w *TxnWriter) Marker(ctx context.Context, run string) (executor.BarrierID,
 func (w *TxnWriter) Commit(ctx context.Context, run string, id executor.BarrierID, each func(produce func(key, value []byte)) error) (int, error) {
 	if err := w.connect(ctx); err != nil {
 		return 0, err
+	}
+	if w.unended {
+		if err := w.abort(ctx); err != nil {
+			return 0, err
+		}
 	}
 	var mu sync.Mutex
 	var prodErr error
@@ -212,7 +260,9 @@ func (w *TxnWriter) Commit(ctx context.Context, run string, id executor.BarrierI
 		err = w.client.EndTransaction(ctx, kgo.TryCommit)
 	}
 	if err != nil {
-		w.drop()
+		if aerr := w.abort(ctx); twophase.IsPermanent(aerr) {
+			return 0, fmt.Errorf("%w (after %w)", aerr, err)
+		}
 		return 0, classify(err)
 	}
 	return n, nil

@@ -15,11 +15,11 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-runner/weir/checkpoint"
 	"github.com/weir-runner/weir/fileio"
+	"github.com/weir-runner/weir/internal/kafkatest"
 	"github.com/weir-runner/weir/kafkaio"
 )
 
@@ -120,10 +120,10 @@ func sinkStateInCheckpoints(t *testing.T, dir string) {
 // topic (of partitions partitions), sorted. A sentinel appended to each
 // partition outside any transaction marks the end, so no timeout is
 // involved; an open transaction would hold it back.
-func readCommitted(t *testing.T, c *kfake.Cluster, topic string, partitions int32) []string {
+func readCommitted(t *testing.T, c *kafkatest.Broker, topic string, partitions int32) []string {
 	t.Helper()
 	ctx := context.Background()
-	p, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	p, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func readCommitted(t *testing.T, c *kfake.Cluster, topic string, partitions int3
 		}
 	}
 	p.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics(topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs...), kgo.ConsumeTopics(topic),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
@@ -161,19 +161,18 @@ func readCommitted(t *testing.T, c *kfake.Cluster, topic string, partitions int3
 // into an exactly-once Kafka write: records become visible to a
 // read_committed consumer while the job runs, and after the drain it sees
 // every record exactly once.
-func TestExactlyOnceKafkaEndToEnd(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	cfg := kafkaio.WriteConfig{BootstrapServers: c.ListenAddrs(), Topic: "out", Semantic: kafkaio.ExactlyOnce}
+func TestExactlyOnceKafkaEndToEnd(t *testing.T) { kafkatest.Each(t, testExactlyOnceKafkaEndToEnd) }
+
+func testExactlyOnceKafkaEndToEnd(t *testing.T, c *kafkatest.Broker) {
+	out := c.Topic(t, "out", 2)
+	cfg := kafkaio.WriteConfig{BootstrapServers: c.Addrs, Topic: out, Semantic: kafkaio.ExactlyOnce,
+		TransactionalID: c.Name(t, "sink")}
 	runSinkJob(t, func(s beam.Scope, positions beam.PCollection) {
 		kafkaio.Write(s, cfg, beam.ParDo(s, positionKV, positions))
 	}, func() bool {
-		return len(readCommitted(t, c, "out", 2)) > 0
+		return len(readCommitted(t, c, out, 2)) > 0
 	})
-	if got, want := readCommitted(t, c, "out", 2), allPositions(); !slices.Equal(got, want) {
+	if got, want := readCommitted(t, c, out, 2), allPositions(); !slices.Equal(got, want) {
 		t.Errorf("read_committed sees %d records, want %d, each once:\n got %v", len(got), len(want), got)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/weir-runner/weir/internal/kafkatest"
 	"github.com/weir-runner/weir/kafka"
 	"github.com/weir-runner/weir/kafkaio"
 )
@@ -34,17 +35,15 @@ func init() {
 	register.Function3x2(kafkaWindowCount)
 }
 
-// TestKafkaEndToEnd produces records to a 3-partition topic on an
-// in-process kfake broker, runs a pipeline on weir that reads them
-// (bounded by max_records), counts them per key in fixed one-minute
-// windows and writes the counts to another topic, then reads that topic
-// back and checks every count.
-func TestKafkaEndToEnd(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "clicks", "counts"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+// TestKafkaEndToEnd produces records to a 3-partition topic, on kfake and
+// on the real broker, runs a pipeline on weir that reads them (bounded by
+// max_records), counts them per key in fixed one-minute windows and
+// writes the counts to another topic, then reads that topic back and
+// checks every count.
+func TestKafkaEndToEnd(t *testing.T) { kafkatest.Each(t, testKafkaEndToEnd) }
+
+func testKafkaEndToEnd(t *testing.T, c *kafkatest.Broker) {
+	clicks, countsTopic := c.Topic(t, "clicks", 3), c.Topic(t, "counts", 3)
 	const n = 300
 	base := time.UnixMilli(1_700_000_040_000) // on a minute
 	want := map[string]int{}                  // "key window-start:count" lines
@@ -54,24 +53,20 @@ func TestKafkaEndToEnd(t *testing.T) {
 		key := fmt.Sprint("k", i%5)
 		start := ts.UnixMilli() - ts.UnixMilli()%60_000
 		want[fmt.Sprintf("%s %d", key, start)]++
-		recs = append(recs, &kgo.Record{Topic: "clicks", Partition: int32(i % 3), Key: []byte(key),
+		recs = append(recs, &kgo.Record{Topic: clicks, Partition: int32(i % 3), Key: []byte(key),
 			Value: []byte(strconv.Itoa(i)), Timestamp: ts})
 	}
-	pcl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pcl.Close()
+	pcl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err := pcl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 
 	beam.Init()
 	p, s := beam.NewPipelineWithRoot()
-	in := kafkaio.Read(s, kafkaio.ReadConfig{BootstrapServers: c.ListenAddrs(), Topics: []string{"clicks"}, MaxRecords: n})
+	in := kafkaio.Read(s, kafkaio.ReadConfig{BootstrapServers: c.Addrs, Topics: []string{clicks}, MaxRecords: n})
 	keys := beam.WindowInto(s, window.NewFixedWindows(time.Minute), beam.ParDo(s, kafkaKey, in))
 	counts := beam.ParDo(s, kafkaWindowCount, stats.Count(s, keys))
-	kafkaio.Write(s, kafkaio.WriteConfig{BootstrapServers: c.ListenAddrs(), Topic: "counts"}, counts)
+	kafkaio.Write(s, kafkaio.WriteConfig{BootstrapServers: c.Addrs, Topic: countsTopic}, counts)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := Execute(ctx, p)
@@ -80,7 +75,7 @@ func TestKafkaEndToEnd(t *testing.T) {
 	}
 
 	// Read the counts back.
-	r, err := kafka.Open(ctx, &kafkaio.ReadConfig{BootstrapServers: c.ListenAddrs(), Topics: []string{"counts"},
+	r, err := kafka.Open(ctx, &kafkaio.ReadConfig{BootstrapServers: c.Addrs, Topics: []string{countsTopic},
 		MaxRecords: int64(len(want))}, kafka.ReaderOptions{Name: "check", PollWait: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -16,10 +16,10 @@ import (
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-runner/weir/checkpoint"
+	"github.com/weir-runner/weir/internal/kafkatest"
 	"github.com/weir-runner/weir/kafkaio"
 )
 
@@ -47,16 +47,15 @@ func peekCollected(run string) []string {
 // timing: the test logs the in-flight bytes of the checkpoint restored).
 func TestRestoreKafkaAfterCrash(t *testing.T) {
 	for _, mode := range []string{"aligned", "unaligned"} {
-		t.Run(mode, func(t *testing.T) { restoreKafkaAfterCrash(t, mode) })
+		t.Run(mode, func(t *testing.T) {
+			kafkatest.Each(t, func(t *testing.T, c *kafkatest.Broker) { restoreKafkaAfterCrash(t, c, mode) })
+		})
 	}
 }
 
-func restoreKafkaAfterCrash(t *testing.T, mode string) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+func restoreKafkaAfterCrash(t *testing.T, c *kafkatest.Broker, mode string) {
+	events := c.Topic(t, "events", 2)
+	run := c.Kind + "-" + mode // names the collected outputs and the job
 	const windows, perWindow = 6, 4
 	base := time.UnixMilli(1_700_000_000_000) // on a 10 s boundary
 	want := map[string][]string{}
@@ -66,7 +65,7 @@ func restoreKafkaAfterCrash(t *testing.T, mode string) {
 		for i := range perWindow {
 			v := (w + 1) * (i + 1) * 10
 			sum += v
-			rec := &kgo.Record{Topic: "events", Partition: int32(i % 2), Value: []byte(strconv.Itoa(v)),
+			rec := &kgo.Record{Topic: events, Partition: int32(i % 2), Value: []byte(strconv.Itoa(v)),
 				Timestamp: base.Add(time.Duration(w*10+i) * time.Second)}
 			// Window 3 is split: half before the crash, half after.
 			if w < 3 || w == 3 && i < 2 {
@@ -78,11 +77,7 @@ func restoreKafkaAfterCrash(t *testing.T, mode string) {
 		end := base.Add(time.Duration(w+1)*10*time.Second).UnixMilli() - 1
 		want[fmt.Sprint(end)] = []string{fmt.Sprint(sum)}
 	}
-	pcl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pcl.Close()
+	pcl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := pcl.ProduceSync(ctx, batchA...).FirstErr(); err != nil {
@@ -92,7 +87,7 @@ func restoreKafkaAfterCrash(t *testing.T, mode string) {
 	dir := t.TempDir()
 	pipeline := func(run string) *beam.Pipeline {
 		p, s := beam.NewPipelineWithRoot()
-		in := kafkaio.Read(s, kafkaio.ReadConfig{BootstrapServers: c.ListenAddrs(), Topics: []string{"events"},
+		in := kafkaio.Read(s, kafkaio.ReadConfig{BootstrapServers: c.Addrs, Topics: []string{events},
 			MaxRecords: windows * perWindow})
 		vals := beam.WindowInto(s, window.NewFixedWindows(10*time.Second), beam.ParDo(s, kafkaValueInt, in))
 		beam.ParDo0(s, &collectFn{Run: run}, stats.Sum(s, vals))
@@ -104,7 +99,7 @@ func restoreKafkaAfterCrash(t *testing.T, mode string) {
 		beam.PipelineOptions.Set(k, v)
 		defer beam.PipelineOptions.Set(k, "")
 	}
-	if err := flag.Set("job_name", "restore-kafka-"+mode); err != nil {
+	if err := flag.Set("job_name", "restore-kafka-"+run); err != nil {
 		t.Fatal(err)
 	}
 	defer flag.Set("job_name", "")
@@ -117,10 +112,10 @@ func restoreKafkaAfterCrash(t *testing.T, mode string) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { _, err := Execute(ctx, pipeline("kafka-"+mode+"-1")); done <- err }()
+	go func() { _, err := Execute(ctx, pipeline("kafka-"+run+"-1")); done <- err }()
 	job := waitRunning(ctx, t)
 	var first checkpoint.ID
-	for len(peekCollected("kafka-"+mode+"-1")) < 3 {
+	for len(peekCollected("kafka-"+run+"-1")) < 3 {
 		sleepOrFail(ctx, t, done)
 	}
 	if ids, _ := storage.List(); len(ids) > 0 {
@@ -136,7 +131,7 @@ func restoreKafkaAfterCrash(t *testing.T, mode string) {
 		t.Fatal(err)
 	}
 	<-done
-	firstRun := takeCollected("kafka-" + mode + "-1")
+	firstRun := takeCollected("kafka-" + run + "-1")
 	if c, _, err := storage.Latest(); err == nil && c.Manifest.Stats != nil {
 		t.Logf("restoring checkpoint %d: %d in-flight bytes, %d unaligned subtasks", c.Manifest.Checkpoint,
 			c.Manifest.Stats.InFlightBytes, c.Manifest.Stats.UnalignedSubtasks)
@@ -145,10 +140,10 @@ func restoreKafkaAfterCrash(t *testing.T, mode string) {
 	if err := pcl.ProduceSync(ctx, batchB...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Execute(ctx, pipeline("kafka-"+mode+"-2")); err != nil {
+	if _, err := Execute(ctx, pipeline("kafka-"+run+"-2")); err != nil {
 		t.Fatalf("restored run: %v", err)
 	}
-	second := takeCollected("kafka-" + mode + "-2")
+	second := takeCollected("kafka-" + run + "-2")
 	t.Logf("first run %v, restored run %v", firstRun, second)
 
 	got := windowSums(append(slices.Clone(firstRun), second...))

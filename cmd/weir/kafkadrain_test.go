@@ -21,11 +21,11 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/weir-runner/weir/internal/kafkatest"
 	"github.com/weir-runner/weir/kafka"
 	"github.com/weir-runner/weir/kafkaio"
 	"github.com/weir-runner/weir/runner"
@@ -111,9 +111,9 @@ func drainEvents(base time.Time, phase int) []drainEvent {
 	return out
 }
 
-func produceEvents(t *testing.T, c *kfake.Cluster, topic string, evs []drainEvent) {
+func produceEvents(t *testing.T, c *kafkatest.Broker, topic string, evs []drainEvent) {
 	t.Helper()
-	p, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	p, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,11 +145,11 @@ func wantWindows(evs []drainEvent) map[drainWindow]drainAgg {
 // sentinel it appends to each partition (an open transaction holds the
 // sentinel back; each call's sentinel is its own), and returns each key's window with how often it was
 // written. Records that do not parse count under an empty key.
-func committedWindows(t *testing.T, c *kfake.Cluster, topic string, partitions int32) map[drainWindow][]drainAgg {
+func committedWindows(t *testing.T, c *kafkatest.Broker, topic string, partitions int32) map[drainWindow][]drainAgg {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	p, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func committedWindows(t *testing.T, c *kfake.Cluster, topic string, partitions i
 		}
 	}
 	p.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics(topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs...), kgo.ConsumeTopics(topic),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
@@ -224,9 +224,9 @@ type kafkaJob struct {
 
 // runDrainJob runs a job that reads read, sums and counts each key's
 // values in one-minute event-time windows and writes every window to
-// topic sums with the exactly-once sink, checkpointing every 200 ms. It
+// topic out with the exactly-once sink, checkpointing every 200 ms. It
 // returns once the job is RUNNING.
-func runDrainJob(t *testing.T, c *kfake.Cluster, read kafkaio.ReadConfig) *kafkaJob {
+func runDrainJob(t *testing.T, c *kafkatest.Broker, read kafkaio.ReadConfig, out string) *kafkaJob {
 	t.Helper()
 	srv := runner.NewServer(&runner.LocalExecutor{StateDir: t.TempDir()},
 		runner.ServerOptions{StagingRoot: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
@@ -245,11 +245,11 @@ func runDrainJob(t *testing.T, c *kfake.Cluster, read kafkaio.ReadConfig) *kafka
 
 	beam.Init()
 	p, s := beam.NewPipelineWithRoot()
-	read.BootstrapServers = c.ListenAddrs()
+	read.BootstrapServers = c.Addrs
 	kvs := beam.WindowInto(s, window.NewFixedWindows(time.Minute), beam.ParDo(s, drainKV, kafkaio.Read(s, read)))
 	sums := stats.SumPerKey(s, kvs)
 	counts := stats.SumPerKey(s, beam.ParDo(s, drainOne, kvs))
-	kafkaio.Write(s, kafkaio.WriteConfig{BootstrapServers: c.ListenAddrs(), Topic: "sums", Semantic: kafkaio.ExactlyOnce},
+	kafkaio.Write(s, kafkaio.WriteConfig{BootstrapServers: c.Addrs, Topic: out, Semantic: kafkaio.ExactlyOnce},
 		beam.ParDo(s, drainFormat, beam.CoGroupByKey(s, sums, counts)))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -343,24 +343,24 @@ func checkWindows(t *testing.T, base time.Time, got map[drainWindow][]drainAgg, 
 // the windows still open at the drain included, and nothing else.
 func TestKafkaDrainExactlyOnce(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs a streaming job on kfake")
+		t.Skip("runs a streaming job")
 	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "events"), kfake.SeedTopics(2, "sums"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	kafkatest.Each(t, testKafkaDrainExactlyOnce)
+}
+
+func testKafkaDrainExactlyOnce(t *testing.T, c *kafkatest.Broker) {
+	events, sums := c.Topic(t, "events", 4), c.Topic(t, "sums", 2)
 	base := time.UnixMilli(1_700_000_040_000) // on a minute
 	first, second := drainEvents(base, 1), drainEvents(base, 2)
-	produceEvents(t, c, "events", first)
-	j := runDrainJob(t, c, kafkaio.ReadConfig{Topics: []string{"events"}})
+	produceEvents(t, c, events, first)
+	j := runDrainJob(t, c, kafkaio.ReadConfig{Topics: []string{events}}, sums)
 
 	want := wantWindows(append(slices.Clone(first), second...))
 	// closed returns whether every key's window before end (of both
 	// phases' input) is committed.
 	closed := func(end int) func() bool {
 		return func() bool {
-			got := committedWindows(t, c, "sums", 2)
+			got := committedWindows(t, c, sums, 2)
 			for w := range want {
 				if w.start < base.Add(time.Duration(end)*time.Minute).UnixMilli() && len(got[w]) == 0 {
 					return false
@@ -370,7 +370,7 @@ func TestKafkaDrainExactlyOnce(t *testing.T) {
 		}
 	}
 	j.wait("windows 0 and 1 were committed", closed(2))
-	produceEvents(t, c, "events", second)
+	produceEvents(t, c, events, second)
 	j.wait("windows 2 and 3 were committed", closed(4))
 	total := int64(len(first) + len(second))
 	j.wait("the source read every record", func() bool {
@@ -381,7 +381,7 @@ func TestKafkaDrainExactlyOnce(t *testing.T) {
 	// Before the drain: windows 0 to 3 are committed, each once; 4 to 7
 	// are open, the watermark held in window 4 by partition 3.
 	open := 0
-	before := committedWindows(t, c, "sums", 2)
+	before := committedWindows(t, c, sums, 2)
 	for w := range want {
 		switch n := len(before[w]); {
 		case w.start >= base.Add(4*time.Minute).UnixMilli():
@@ -398,7 +398,7 @@ func TestKafkaDrainExactlyOnce(t *testing.T) {
 	}
 	t.Logf("draining job %s after %v: %d records read, %d of %d key-windows committed", j.id, time.Since(j.started).Round(time.Millisecond), total, len(before), len(want))
 	j.drain()
-	checkWindows(t, base, committedWindows(t, c, "sums", 2), want)
+	checkWindows(t, base, committedWindows(t, c, sums, 2), want)
 }
 
 // producedEvent is a drainEvent with the offset Kafka gave it.
@@ -411,9 +411,9 @@ type producedEvent struct {
 // until stop closes: each 1.5 s of event time after the last, round
 // robin over the partitions, keys k0 to k2. It returns the records with
 // their offsets.
-func produceUntil(t *testing.T, c *kfake.Cluster, topic string, base time.Time, stop <-chan struct{}) <-chan []producedEvent {
+func produceUntil(t *testing.T, c *kafkatest.Broker, topic string, base time.Time, stop <-chan struct{}) <-chan []producedEvent {
 	out := make(chan []producedEvent, 1)
-	p, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	p, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,9 +442,9 @@ func produceUntil(t *testing.T, c *kfake.Cluster, topic string, base time.Time, 
 
 // groupNext returns the next offsets group committed for topic, by
 // partition.
-func groupNext(t *testing.T, c *kfake.Cluster, group, topic string) map[int32]int64 {
+func groupNext(t *testing.T, c *kafkatest.Broker, group, topic string) map[int32]int64 {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,16 +472,17 @@ func groupNext(t *testing.T, c *kfake.Cluster, group, topic string) map[int32]in
 // and nothing of the records after them.
 func TestKafkaDrainMidStream(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs a streaming job on kfake")
+		t.Skip("runs a streaming job")
 	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "events"), kfake.SeedTopics(2, "sums"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	kafkatest.Each(t, testKafkaDrainMidStream)
+}
+
+func testKafkaDrainMidStream(t *testing.T, c *kafkatest.Broker) {
+	events, sums := c.Topic(t, "events", 4), c.Topic(t, "sums", 2)
+	group := c.Name(t, "drain-g")
 	base := time.UnixMilli(1_700_000_040_000)
 	stop := make(chan struct{})
-	produced := produceUntil(t, c, "events", base, stop)
+	produced := produceUntil(t, c, events, base, stop)
 	defer func() {
 		select {
 		case <-stop:
@@ -490,11 +491,11 @@ func TestKafkaDrainMidStream(t *testing.T) {
 			<-produced
 		}
 	}()
-	j := runDrainJob(t, c, kafkaio.ReadConfig{Topics: []string{"events"}, CommitOffsetsInFinalize: true,
-		ConsumerConfig: map[string]string{"group.id": "drain-g"}})
+	j := runDrainJob(t, c, kafkaio.ReadConfig{Topics: []string{events}, CommitOffsetsInFinalize: true,
+		ConsumerConfig: map[string]string{"group.id": group}}, sums)
 	var before map[drainWindow][]drainAgg
 	j.wait("three windows were committed", func() bool {
-		before = committedWindows(t, c, "sums", 2)
+		before = committedWindows(t, c, sums, 2)
 		starts := map[int64]bool{}
 		for w := range before {
 			starts[w.start] = true
@@ -506,7 +507,7 @@ func TestKafkaDrainMidStream(t *testing.T) {
 	close(stop)
 	evs := <-produced
 
-	next := groupNext(t, c, "drain-g", "events")
+	next := groupNext(t, c, group, events)
 	var read []drainEvent
 	for _, e := range evs {
 		if e.offset < next[e.part] {
@@ -521,5 +522,5 @@ func TestKafkaDrainMidStream(t *testing.T) {
 		t.Errorf("%d key-windows in what was read, %d committed before the drain: the drain fired no window", len(want), len(before))
 	}
 	t.Logf("%d of %d records read, %d key-windows", len(read), len(evs), len(want))
-	checkWindows(t, base, committedWindows(t, c, "sums", 2), want)
+	checkWindows(t, base, committedWindows(t, c, sums, 2), want)
 }

@@ -11,11 +11,14 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-runner/weir/internal/kafkatest"
 )
 
 // The crash test of issue 7: a job reading Kafka (kfake as its own
@@ -32,16 +35,26 @@ const (
 	kills      = 10
 )
 
-func TestCrashExactlyOnceKafka(t *testing.T) { crashTest(t, "kafka") }
-func TestCrashExactlyOnceFiles(t *testing.T) { crashTest(t, "file") }
+// The Kafka sink's test runs on kfake (its own process) and on the real
+// broker internal/tools/kafka.sh starts (kafkatest: WEIR_KAFKA_BROKERS);
+// the file sink's on kfake.
+func TestCrashExactlyOnceKafka(t *testing.T) {
+	t.Run(kafkatest.KindFake, func(t *testing.T) { crashTest(t, "kafka", startKfake) })
+	t.Run(kafkatest.KindReal, func(t *testing.T) { crashTest(t, "kafka", kafkatest.Real) })
+}
+func TestCrashExactlyOnceFiles(t *testing.T) { crashTest(t, "file", startKfake) }
 
-func crashTest(t *testing.T, sink string) {
+func crashTest(t *testing.T, sink string, broker func(testing.TB) *kafkatest.Broker) {
 	if testing.Short() {
 		t.Skip("builds and kills a job many times")
 	}
 	dir := t.TempDir()
-	job, kfake := build(t, dir)
-	brokers := startKfake(t, kfake)
+	b := broker(t)
+	job := build(t)
+	brokers := b.String()
+	// Topics are made here, not on first use: a real broker, like
+	// production ones, does not create them.
+	in, out := b.Topic(t, "in", partitions), b.Topic(t, "out", partitions)
 
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
@@ -50,10 +63,11 @@ func crashTest(t *testing.T, sink string) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	want := expected(t0)
 	produced := make(chan error, 1)
-	go func() { produced <- produce(brokers, t0, rng.Int63()) }()
+	go func() { produced <- produce(brokers, in, t0, rng.Int63()) }()
 
 	args := []string{
-		"--runner=weir", "--job_name=crashjob-" + sink, "--brokers=" + brokers,
+		"--runner=weir", "--job_name=crashjob-" + sink, "--brokers=" + brokers, "--in_topic=" + in,
+		"--transactional_id=" + b.Name(t, "crashjob"),
 		"--weir_checkpoint_interval=200ms",
 		"--weir_checkpoint_dir=" + filepath.Join(dir, "checkpoints"),
 	}
@@ -61,11 +75,11 @@ func crashTest(t *testing.T, sink string) {
 	if sink == "file" {
 		args = append(args, "--out_dir="+outDir)
 	} else {
-		args = append(args, "--out_topic=out")
+		args = append(args, "--out_topic="+out)
 	}
 	logs := filepath.Join(dir, "logs")
 	if d := os.Getenv("CRASHJOB_LOGS"); d != "" { // keep the logs after the test
-		logs = filepath.Join(d, sink)
+		logs = filepath.Join(d, sink+"-"+b.Kind)
 	}
 	if err := os.MkdirAll(logs, 0o755); err != nil {
 		t.Fatal(err)
@@ -87,7 +101,7 @@ func crashTest(t *testing.T, sink string) {
 		if sink == "file" {
 			return readFiles(outDir)
 		}
-		return readTopic(brokers, "out")
+		return readTopic(brokers, out)
 	}
 	var got []string
 	deadline := time.Now().Add(3 * time.Minute)
@@ -112,6 +126,8 @@ func crashTest(t *testing.T, sink string) {
 		t.Errorf("output after %d kills differs from the expected window sums (logs in %s):\n%s", kills, logs, diff)
 		keepLogs(t, logs)
 	}
+	t.Logf("%s sink on %s: %d kills, %d records in, %d window sums out, each once", sink, b.Kind, kills,
+		partitions*perPart, len(got))
 }
 
 // expected is the sum of every key in every one-minute window.
@@ -134,9 +150,8 @@ func record(p, i int, t0 time.Time) (key string, n int, ts time.Time) {
 // produce writes the input in small batches over about 20 seconds, so the
 // kills fall while the job is reading, then one marker per partition an
 // hour of event time later to close every window.
-func produce(brokers string, t0 time.Time, seed int64) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.AllowAutoTopicCreation())
+func produce(brokers, topic string, t0 time.Time, seed int64) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		return err
 	}
@@ -149,7 +164,7 @@ func produce(brokers string, t0 time.Time, seed int64) error {
 		for p := range partitions {
 			for j := i; j < min(i+batch, perPart); j++ {
 				k, n, ts := record(p, j, t0)
-				recs = append(recs, &kgo.Record{Topic: "in", Partition: int32(p), Timestamp: ts,
+				recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(p), Timestamp: ts,
 					Key: []byte(k), Value: fmt.Appendf(nil, "%s,%d", k, n)})
 			}
 		}
@@ -160,7 +175,7 @@ func produce(brokers string, t0 time.Time, seed int64) error {
 	}
 	var marks []*kgo.Record
 	for p := range partitions {
-		marks = append(marks, &kgo.Record{Topic: "in", Partition: int32(p), Timestamp: t0.Add(time.Hour), Value: []byte("end")})
+		marks = append(marks, &kgo.Record{Topic: topic, Partition: int32(p), Timestamp: t0.Add(time.Hour), Value: []byte("end")})
 	}
 	return cl.ProduceSync(ctx, marks...).FirstErr()
 }
@@ -255,19 +270,52 @@ func readFiles(dir string) ([]string, error) {
 	return out, nil
 }
 
-func build(t *testing.T, dir string) (job, kfake string) {
-	job, kfake = filepath.Join(dir, "crashjob"), filepath.Join(dir, "kfake")
-	for _, b := range [][]string{{"-o", job, "."}, {"-o", kfake, "../../internal/tools/kfake"}} {
-		cmd := exec.Command("go", append([]string{"build"}, b...)...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %v: %v\n%s", b, err, out)
-		}
-	}
-	return job, kfake
+// built holds the binaries the tests build, each once per test process:
+// linking them takes longer than a crash test's subtest on a busy machine.
+var built struct {
+	sync.Mutex
+	dir  string
+	bins map[string]string // package to binary
 }
 
-// startKfake runs the broker as its own process and returns its address.
-func startKfake(t *testing.T, bin string) string {
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+func build(t testing.TB) (job string) { return goBuild(t, "crashjob", ".") }
+
+// goBuild builds pkg into a binary called name, or returns the one built
+// before.
+func goBuild(t testing.TB, name, pkg string) string {
+	built.Lock()
+	defer built.Unlock()
+	if bin, ok := built.bins[pkg]; ok {
+		return bin
+	}
+	if built.dir == "" {
+		dir, err := os.MkdirTemp("", "crashjob-bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		built.dir, built.bins = dir, map[string]string{}
+	}
+	bin := filepath.Join(built.dir, name)
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	built.bins[pkg] = bin
+	return bin
+}
+
+// startKfake runs kfake as its own process, so that killing the job
+// cannot take the broker with it, and returns it.
+func startKfake(t testing.TB) *kafkatest.Broker {
+	bin := goBuild(t, "kfake", "../../internal/tools/kfake")
 	cmd := exec.Command(bin, "--port=0", fmt.Sprintf("--partitions=%d", partitions))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -285,7 +333,7 @@ func startKfake(t *testing.T, bin string) string {
 	if !ok {
 		t.Fatalf("kfake printed %q", line)
 	}
-	return addr
+	return &kafkatest.Broker{Kind: kafkatest.KindFake, Addrs: strings.Split(addr, ",")}
 }
 
 func start(t *testing.T, bin string, args []string, logFile string) *os.Process {
