@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin
 
-.PHONY: all build run test vet fmt fuzz vr vr-prism bench bench-python bench-backfill bench-checkpoint
+.PHONY: all build run test vet fmt fuzz vr vr-prism bench bench-python bench-nexmark bench-backfill bench-checkpoint
 
 all: build
 
@@ -20,11 +20,20 @@ vet:
 # headless Chromium, which chromium.sh installs once; they fail, not skip,
 # in make test. The Kafka tests run on kfake and on a real Kafka broker
 # that kafka.sh starts for the run in bin/kafka-test (fresh each time) and
-# stops after it; its subtests fail, not skip, without it.
+# stops after it; its subtests fail, not skip, without it. The PostgreSQL
+# sink's tests run against the server postgres.sh installs and starts (and
+# leaves running, for the next run: make postgres-stop); they fail, not
+# skip, without it.
+#
+# Then the packages whose goroutines share memory run again under -race
+# (docs/reliability.md has the times), on kfake.
 test: vet
 	internal/tools/kafka.sh run $(BIN)/kafka-test -- env WEIR_REQUIRE_KAFKA=1 \
-		WEIR_REQUIRE_CHROMIUM=1 WEIR_CHROMIUM=$$(internal/tools/chromium.sh) $(GO) test ./...
-	$(GO) test -race ./executor/... ./jobview/... ./telemetry/... ./webui/...
+		WEIR_REQUIRE_CHROMIUM=1 WEIR_CHROMIUM=$$(internal/tools/chromium.sh) \
+		WEIR_REQUIRE_POSTGRES=1 WEIR_PG_URL=$$(internal/tools/postgres.sh start) $(GO) test ./...
+	$(GO) test -race ./executor/... ./jobview/... ./telemetry/... ./webui/... \
+		./fnapi/... ./checkpoint/... ./state/... ./kafka/... ./expansion/... ./internal/contain/...
+	$(GO) test -race ./runner/...
 	$(MAKE) vr-smoke
 	$(MAKE) python-test
 	$(MAKE) java-test
@@ -34,8 +43,25 @@ test: vet
 # by internal/tools/fuzz.sh; see docs/reliability.md. Not part of make test:
 # plain go test runs the seeds in testdata/fuzz.
 FUZZTIME ?= 1m
+FUZZMINIMIZE ?= 100x
+FUZZRUN ?= .
 fuzz:
-	FUZZTIME=$(FUZZTIME) GO=$(GO) internal/tools/fuzz.sh
+	FUZZTIME=$(FUZZTIME) FUZZMINIMIZE=$(FUZZMINIMIZE) FUZZRUN=$(FUZZRUN) GO=$(GO) internal/tools/fuzz.sh
+
+# The connector conformance suite (connector/conformance) against every
+# connector's sink and source, Kafka's on kfake and on a real broker that
+# kafka.sh starts for the run (as make test's), PostgreSQL's on the server
+# postgres.sh starts, and its table in docs/connectors.md, which it
+# rewrites; the run's exit status is the suites'. make test runs the same
+# tests, without the table.
+CONFORMANCE_PKGS := ./kafka ./filesink ./teststream ./pgsink
+.PHONY: conformance
+conformance:
+	rm -rf $(BIN)/conformance && mkdir -p $(BIN)/conformance
+	internal/tools/kafka.sh run $(BIN)/kafka-conformance -- env WEIR_REQUIRE_KAFKA=1 \
+		WEIR_REQUIRE_POSTGRES=1 WEIR_PG_URL=$$(internal/tools/postgres.sh start) \
+		WEIR_CONFORMANCE_OUT=$(CURDIR)/$(BIN)/conformance $(GO) test -count=1 -run 'Conformance' $(CONFORMANCE_PKGS); \
+	status=$$?; $(GO) run ./internal/tools/conformance -in $(BIN)/conformance -doc docs/connectors.md && exit $$status
 
 # The web UI's browser tests (webui, webui/uitest) in headless Chromium.
 # `make chromium` installs Debian's chromium once (internal/tools/chromium.sh)
@@ -66,17 +92,23 @@ kafka-stop:
 
 # The Python side: a virtual environment with python/requirements.txt
 # (apache-beam pinned), made once and reused (python/venv.sh), and the
-# tests under python/ against bin/weir and bin/kfake.
+# tests under python/ against bin/weir, bin/kfake and the PostgreSQL
+# server of postgres.sh.
 PYTESTFLAGS ?=
-.PHONY: python-env python-test kfake kafkaoffsets
+.PHONY: python-env python-test kfake kafkaoffsets testcerts
 python-env:
 	@python/venv.sh >/dev/null
 kfake:
 	$(GO) build -o $(BIN)/kfake ./internal/tools/kfake
 kafkaoffsets:
 	$(GO) build -o $(BIN)/kafkaoffsets ./internal/tools/kafkaoffsets
-python-test: build kfake kafkaoffsets python-env
-	cd python && "$$(./venv.sh)" -m pytest -q -rs $(PYTESTFLAGS)
+# Test certificates made at test time (internal/tools/testcerts), for the
+# scripts that test TLS; no key is ever committed.
+testcerts:
+	$(GO) build -o $(BIN)/testcerts ./internal/tools/testcerts
+python-test: build kfake kafkaoffsets testcerts python-env
+	export WEIR_REQUIRE_POSTGRES=1 WEIR_PG_URL=$$(internal/tools/postgres.sh start) && \
+		cd python && "$$(./venv.sh)" -m pytest -q -rs $(PYTESTFLAGS)
 
 # ValidatesRunner: Beam's own Go runner test packages against a job server in
 # strict mode (see validatesrunner/README.md). VRFLAGS passes extra flags to
@@ -134,6 +166,16 @@ bench:
 bench-python:
 	$(GO) run ./pipelines/loadbench -out docs/benchmarks.md -python-only $(BENCHFLAGS)
 
+# Nexmark (pipelines/nexmark: Beam's queries 0 to 12 and the bounded side
+# input join in Go) on weir and Prism, alternating, 3 runs each: events per
+# second, job server CPU seconds and peak memory per query, into the
+# "Nexmark" section of docs/benchmarks.md. 1M events a run by default;
+# NEXMARKFLAGS='-nexmark-events 10000000 -nexmark-runners weir' for the
+# large runs, '-nexmark-modes batch,streaming' for streaming figures too.
+NEXMARKFLAGS ?=
+bench-nexmark:
+	$(GO) run ./pipelines/loadbench -out docs/benchmarks.md -nexmark-only $(NEXMARKFLAGS)
+
 # A Kafka backfill (12 partitions, three days of event time at uneven
 # speeds, one-minute windows per key) with watermark alignment off and on:
 # prints the peak window state of each run (see docs/kafka.md).
@@ -161,5 +203,24 @@ run-python: build python-env
 .PHONY: run-java java-test
 run-java: build
 	java/run.sh example
-java-test: build kfake
+java-test: build kfake testcerts
 	java/run.sh test
+
+# A throwaway PostgreSQL server for the PostgreSQL sink's tests
+# (internal/tools/postgres.sh: Debian's postgresql, installed if missing,
+# a cluster in /tmp/weir-postgres-UID on a free loopback port, fsync off).
+# `make postgres` starts it unless it runs and prints its URL, which the
+# tests read from WEIR_PG_URL; `make postgres-stop` stops it.
+.PHONY: postgres postgres-stop
+postgres:
+	@internal/tools/postgres.sh start
+postgres-stop:
+	@internal/tools/postgres.sh stop
+
+# The crash test with the PostgreSQL sink alone (make test runs it with
+# the other crash tests): ten SIGKILLs, then the table must equal the
+# expected window sums exactly.
+.PHONY: crash-pg
+crash-pg:
+	WEIR_REQUIRE_POSTGRES=1 WEIR_PG_URL=$$(internal/tools/postgres.sh start) \
+		$(GO) test ./pipelines/crashjob -run 'TestCrashExactlyOncePostgres$$' -count=1 -v -timeout 15m

@@ -125,9 +125,8 @@ func (d *Driver) stopWaiters() {
 func (d *Driver) Run(ctx context.Context) error {
 	defer d.stopWaiters()
 	for {
-		d.mu.Lock()
-		wait := d.cfg.Coordinator.Next().Sub(d.cfg.Clock.Now())
-		d.mu.Unlock()
+		var wait time.Duration
+		d.locked(func() { wait = d.cfg.Coordinator.Next().Sub(d.cfg.Clock.Now()) })
 		select {
 		case <-ctx.Done():
 			return nil
@@ -148,17 +147,20 @@ func (d *Driver) Run(ctx context.Context) error {
 }
 
 func (d *Driver) tick(ctx context.Context) error {
-	d.mu.Lock()
-	c := d.cfg.Coordinator
-	before, _ := c.Pending()
-	id, ok, err := c.Tick(d.cfg.Clock.Now())
-	// Tick may have expired the pending checkpoint.
-	if before.ID != 0 {
-		if p, still := c.Pending(); !still || p.ID != before.ID {
-			d.finished(before.ID)
+	var id ID
+	var ok bool
+	var err error
+	d.locked(func() {
+		c := d.cfg.Coordinator
+		before, _ := c.Pending()
+		id, ok, err = c.Tick(d.cfg.Clock.Now())
+		// Tick may have expired the pending checkpoint.
+		if before.ID != 0 {
+			if p, still := c.Pending(); !still || p.ID != before.ID {
+				d.finished(before.ID)
+			}
 		}
-	}
-	d.mu.Unlock()
+	})
 	if err != nil {
 		return err
 	}
@@ -191,9 +193,9 @@ func (d *Driver) finished(id ID) {
 }
 
 func (d *Driver) store(ctx context.Context, id ID) error {
-	d.mu.Lock()
-	st, ok := d.cfg.Coordinator.Pending()
-	d.mu.Unlock()
+	var st Stats
+	var ok bool
+	d.locked(func() { st, ok = d.cfg.Coordinator.Pending() })
 	if !ok || st.ID != id {
 		return nil
 	}
@@ -216,9 +218,9 @@ func (d *Driver) store(ctx context.Context, id ID) error {
 // Ack records a subtask's acknowledgement; safe from any goroutine. It
 // never blocks on the driver.
 func (d *Driver) Ack(a Ack) {
-	d.mu.Lock()
-	ready, err := d.cfg.Coordinator.Ack(d.cfg.Clock.Now(), a)
-	d.mu.Unlock()
+	var ready bool
+	var err error
+	d.locked(func() { ready, err = d.cfg.Coordinator.Ack(d.cfg.Clock.Now(), a) })
 	if err != nil {
 		d.report(err)
 		return
@@ -235,14 +237,17 @@ func (d *Driver) Ack(a Ack) {
 
 // Finished reports a subtask that ended; safe from any goroutine.
 func (d *Driver) Finished(t Task) {
-	d.mu.Lock()
-	c := d.cfg.Coordinator
-	p, pending := c.Pending()
-	ready := c.Finished(d.cfg.Clock.Now(), t)
-	if _, still := c.Pending(); pending && !still {
-		d.finished(p.ID)
-	}
-	d.mu.Unlock()
+	var p Stats
+	var ready bool
+	d.locked(func() {
+		c := d.cfg.Coordinator
+		var pending bool
+		p, pending = c.Pending()
+		ready = c.Finished(d.cfg.Clock.Now(), t)
+		if _, still := c.Pending(); pending && !still {
+			d.finished(p.ID)
+		}
+	})
 	if ready {
 		select {
 		case d.ready <- p.ID:
@@ -254,13 +259,13 @@ func (d *Driver) Finished(t Task) {
 // Abandon fails checkpoint id for a reason of the job's own (its storage
 // could not be prepared); safe from any goroutine.
 func (d *Driver) Abandon(id ID, reason error) {
-	d.mu.Lock()
 	var err error
-	if p, ok := d.cfg.Coordinator.Pending(); ok && p.ID == id {
-		err = d.cfg.Coordinator.Fail(d.cfg.Clock.Now(), id, reason)
-		d.finished(id)
-	}
-	d.mu.Unlock()
+	d.locked(func() {
+		if p, ok := d.cfg.Coordinator.Pending(); ok && p.ID == id {
+			err = d.cfg.Coordinator.Fail(d.cfg.Clock.Now(), id, reason)
+			d.finished(id)
+		}
+	})
 	if err != nil {
 		d.report(err)
 	}
@@ -268,16 +273,26 @@ func (d *Driver) Abandon(id ID, reason error) {
 
 // Decline fails checkpoint id because a subtask could not snapshot it.
 func (d *Driver) Decline(t Task, id ID, reason error) {
-	d.mu.Lock()
 	var err error
-	if p, ok := d.cfg.Coordinator.Pending(); ok && p.ID == id {
-		err = d.cfg.Coordinator.Fail(d.cfg.Clock.Now(), id, fmt.Errorf("%v declined: %w", t, reason))
-		d.finished(id)
-	}
-	d.mu.Unlock()
+	d.locked(func() {
+		if p, ok := d.cfg.Coordinator.Pending(); ok && p.ID == id {
+			err = d.cfg.Coordinator.Fail(d.cfg.Clock.Now(), id, fmt.Errorf("%v declined: %w", t, reason))
+			d.finished(id)
+		}
+	})
 	if err != nil {
 		d.report(err)
 	}
+}
+
+// locked runs f with d.mu held, and releases it even if f panics: a
+// panic in the job's callbacks (Finished, Abort) is recovered by the
+// goroutine that called in (package contain), and the job's other
+// goroutines must then still get the lock to stop.
+func (d *Driver) locked(f func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f()
 }
 
 func (d *Driver) report(err error) {

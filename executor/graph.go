@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+
+	"github.com/weir-runner/weir/internal/contain"
 )
 
 // Node is a stage of the graph: Parallelism subtasks of one operator kind.
@@ -155,7 +157,10 @@ func (g *Graph) Run(ctx context.Context, barriers <-chan BarrierID) error {
 					return
 				}
 				if g.Checkpoints != nil {
-					g.Checkpoints.Finished(st.node, st.index)
+					// The checkpointer's code, on this goroutine: contained too.
+					if err := contain.Call(func() error { g.Checkpoints.Finished(st.node, st.index); return nil }); err != nil {
+						fail(fmt.Errorf("%s[%d]: checkpoints: %w", n.Name, st.index, err))
+					}
 				}
 			}()
 		}
@@ -205,13 +210,11 @@ func (g *Graph) inputsEnded(st *subtask, last BarrierID) {
 
 // runContained is runSubtask with a panic in it, in the operator's or
 // source's code or the executor's own, returned as the subtask's error.
-func (g *Graph) runContained(ctx context.Context, st *subtask, op Operator, src Source, rs *SubtaskRestore) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = panicked(r)
-		}
-	}()
-	return g.runSubtask(ctx, st, op, src, rs)
+func (g *Graph) runContained(ctx context.Context, st *subtask, op Operator, src Source, rs *SubtaskRestore) error {
+	return contain.Call(func() error {
+		contain.AtCtx(contain.Subtask, ctx)
+		return g.runSubtask(ctx, st, op, src, rs)
+	})
 }
 
 func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src Source, rs *SubtaskRestore) error {

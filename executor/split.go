@@ -12,6 +12,7 @@ import (
 	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
 
 	"github.com/weir-runner/weir/fnapi"
+	"github.com/weir-runner/weir/internal/contain"
 )
 
 // Runner-initiated splits of SDF bundles.
@@ -227,12 +228,14 @@ func (r *sdfRun) goContained(what string, f func()) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		defer func() {
-			if p := recover(); p != nil {
-				r.send(sdfEvent{fatal: fmt.Errorf("stage %s: %s: %w", r.s.Spec.Name, what, panicked(p))})
-			}
-		}()
-		f()
+		err := contain.Call(func() error {
+			contain.AtCtx(contain.SDFHelper, r.ctx)
+			f()
+			return nil
+		})
+		if err != nil {
+			r.send(sdfEvent{fatal: fmt.Errorf("stage %s: %s: %w", r.s.Spec.Name, what, err)})
+		}
 	}()
 }
 

@@ -3,24 +3,30 @@
 // kafkaio), so a pipeline written against Beam's io/xlang/kafkaio (Go) or
 // apache_beam.io.kafka (Python) runs on weir unchanged: only its expansion
 // address changes, from a Java expansion service to `weir serve
-// --expansion-port`.
+// --expansion-port`. It also serves weir's PostgreSQL write (package pgio)
+// to SDKs other than Go.
 //
 // # What is expanded
 //
 //	beam:transform:org.apache.beam:kafka_read_without_metadata:v1 -> kafkaio.ReadURN, output KV<bytes, bytes>
 //	beam:transform:org.apache.beam:kafka_read_with_metadata:v1    -> kafkaio.ReadURN (WithMetadata), output Row (MetadataSchema)
 //	beam:transform:org.apache.beam:kafka_write:v1                 -> kafkaio.WriteURN, input KV<bytes, bytes>, no output
+//	beam:transform:weir:postgres_write:v1                         -> pgio.WriteURN, input schema rows, no output
+//
+// The PostgreSQL write (postgres.go) has no Beam URN to stand in for: other
+// SDKs reach weir's own through this service, with the fields of
+// pgio.WriteConfig in the payload.
 //
 // Any other URN is answered with ExpansionResponse.Error naming it.
 //
 // # One Expand call
 //
 //  1. The transform's payload is Beam's ExternalConfigurationPayload: a
-//     schema and one row encoded with it. The row is decoded with the Go SDK's
-//     own schema and row coder code into fields keyed by name. Names are
-//     compared without case and underscores, so Go's ConsumerConfig and
-//     Python's consumer_config are the same field, as in Java's expansion
-//     service.
+//     schema and one row encoded with it. The row is decoded by weir's own
+//     row decoder (row.go), which bounds what a request can make it
+//     allocate, into fields keyed by name. Names are compared without case
+//     and underscores, so Go's ConsumerConfig and Python's consumer_config
+//     are the same field, as in Java's expansion service.
 //  2. The fields are mapped onto kafkaio.ReadConfig or WriteConfig (read.go,
 //     write.go). A field weir cannot honour, an unknown field or a missing
 //     required one is an error that names the URN and the field; fields that
@@ -35,5 +41,7 @@
 //     service.
 //
 // Bad requests never panic or fail the RPC: the SDKs retry failed RPCs with
-// back-off, while ExpansionResponse.Error is reported at once.
+// back-off, while ExpansionResponse.Error is reported at once. Should the
+// service itself panic, the request answers Internal and the server runs
+// on (package contain).
 package expansion

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	"sort"
 	"strings"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/xlangx"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // fields is one decoded configuration row, looked up by normalized field
@@ -21,8 +21,9 @@ type fields struct {
 }
 
 type field struct {
-	name string        // as the SDK spelled it, for error messages
-	v    reflect.Value // nil pointers are absent optional fields
+	name string // as the SDK spelled it, for error messages
+	t    *pipepb.FieldType
+	v    any // as rowDecoder decodes it; nil is null
 }
 
 // normalize makes Go's MaxNumRecords, Python's max_num_records and Java's
@@ -31,43 +32,27 @@ func normalize(name string) string {
 	return strings.ToLower(strings.ReplaceAll(name, "_", ""))
 }
 
-// decodeFields decodes an ExternalConfigurationPayload with the Go SDK's
-// schema and row decoding.
-func decodeFields(urn string, payload []byte) (f *fields, err error) {
+// decodeFields decodes an ExternalConfigurationPayload: its schema and the
+// one row encoded with it (row.go).
+func decodeFields(urn string, payload []byte) (*fields, error) {
 	if len(payload) == 0 {
 		return nil, fmt.Errorf("%s: empty payload, want an ExternalConfigurationPayload", urn)
 	}
-	// The SDK's schema code panics on some malformed schemas (a map keyed by
-	// a slice, for one); a bad request must not take the server down.
-	defer func() {
-		if r := recover(); r != nil {
-			f, err = nil, fmt.Errorf("%s: bad ExternalConfigurationPayload: %v", urn, r)
-		}
-	}()
-	row, err := xlangx.DecodeStructPayload(payload)
-	if err != nil {
+	var ecp pipepb.ExternalConfigurationPayload
+	if err := proto.Unmarshal(payload, &ecp); err != nil {
 		return nil, fmt.Errorf("%s: bad ExternalConfigurationPayload: %w", urn, err)
 	}
-	v := reflect.ValueOf(row)
-	for v.Kind() == reflect.Pointer && !v.IsNil() {
-		v = v.Elem()
+	r, err := decodeRow(ecp.GetSchema(), ecp.GetPayload())
+	if err != nil {
+		return nil, fmt.Errorf("%s: bad ExternalConfigurationPayload: row: %w", urn, err)
 	}
-	if v.Kind() != reflect.Struct {
-		return nil, fmt.Errorf("%s: configuration decodes to %v, want a row", urn, v.Type())
-	}
-	f = &fields{urn: urn, byName: map[string]field{}, used: map[string]bool{}}
-	t := v.Type()
-	for i := range t.NumField() {
-		sf := t.Field(i)
-		name := sf.Name
-		if tag, ok := sf.Tag.Lookup("beam"); ok && tag != "" {
-			name, _, _ = strings.Cut(tag, ",")
-		}
-		n := normalize(name)
+	f := &fields{urn: urn, byName: map[string]field{}, used: map[string]bool{}}
+	for i, sf := range r.fields {
+		n := normalize(sf.GetName())
 		if _, dup := f.byName[n]; dup {
-			return nil, fmt.Errorf("%s: field %s appears twice (names are compared without case and underscores)", urn, name)
+			return nil, fmt.Errorf("%s: field %s appears twice (names are compared without case and underscores)", urn, sf.GetName())
 		}
-		f.byName[n] = field{name: name, v: v.Field(i)}
+		f.byName[n] = field{name: sf.GetName(), t: sf.GetType(), v: r.values[i]}
 	}
 	return f, nil
 }
@@ -80,17 +65,30 @@ func (f *fields) lookup(name string) (field, bool) {
 		return field{name: name}, false
 	}
 	f.used[n] = true
-	for fd.v.Kind() == reflect.Pointer || fd.v.Kind() == reflect.Interface {
-		if fd.v.IsNil() {
-			return fd, false
-		}
-		fd.v = fd.v.Elem()
-	}
-	return fd, true
+	return fd, fd.v != nil
 }
 
 func (f *fields) errorf(fd field, format string, args ...any) error {
 	return fmt.Errorf("%s: field %s: %s", f.urn, fd.name, fmt.Sprintf(format, args...))
+}
+
+// typeName names a field's schema type in errors.
+func typeName(t *pipepb.FieldType) string {
+	switch ti := t.GetTypeInfo().(type) {
+	case *pipepb.FieldType_AtomicType:
+		return ti.AtomicType.String()
+	case *pipepb.FieldType_ArrayType:
+		return "ARRAY<" + typeName(ti.ArrayType.GetElementType()) + ">"
+	case *pipepb.FieldType_IterableType:
+		return "ITERABLE<" + typeName(ti.IterableType.GetElementType()) + ">"
+	case *pipepb.FieldType_MapType:
+		return "MAP<" + typeName(ti.MapType.GetKeyType()) + ", " + typeName(ti.MapType.GetValueType()) + ">"
+	case *pipepb.FieldType_RowType:
+		return "ROW"
+	case *pipepb.FieldType_LogicalType:
+		return "logical type " + ti.LogicalType.GetUrn()
+	}
+	return "an unknown type"
 }
 
 // spell returns a field's name as the request spelled it, so errors name
@@ -108,10 +106,11 @@ func (f *fields) string(name string) (string, bool, error) {
 	if !ok {
 		return "", false, nil
 	}
-	if fd.v.Kind() != reflect.String {
-		return "", false, f.errorf(fd, "is %v, want a string", fd.v.Type())
+	v, isString := fd.v.(string)
+	if !isString {
+		return "", false, f.errorf(fd, "is %s, want a string", typeName(fd.t))
 	}
-	return fd.v.String(), true, nil
+	return v, true, nil
 }
 
 func (f *fields) bool(name string) (bool, error) {
@@ -119,10 +118,11 @@ func (f *fields) bool(name string) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	if fd.v.Kind() != reflect.Bool {
-		return false, f.errorf(fd, "is %v, want a boolean", fd.v.Type())
+	v, isBool := fd.v.(bool)
+	if !isBool {
+		return false, f.errorf(fd, "is %s, want a boolean", typeName(fd.t))
 	}
-	return fd.v.Bool(), nil
+	return v, nil
 }
 
 // int64 accepts any integer type: Go sends INT64, Python's numpy fields
@@ -132,13 +132,13 @@ func (f *fields) int64(name string) (int64, bool, error) {
 	if !ok {
 		return 0, false, nil
 	}
-	switch fd.v.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return fd.v.Int(), true, nil
-	case reflect.Uint8, reflect.Uint16, reflect.Uint32:
-		return int64(fd.v.Uint()), true, nil
+	switch v := fd.v.(type) {
+	case int64:
+		return v, true, nil
+	case uint8:
+		return int64(v), true, nil
 	}
-	return 0, false, f.errorf(fd, "is %v, want an integer", fd.v.Type())
+	return 0, false, f.errorf(fd, "is %s, want an integer", typeName(fd.t))
 }
 
 func (f *fields) strings(name string) ([]string, bool, error) {
@@ -146,12 +146,18 @@ func (f *fields) strings(name string) ([]string, bool, error) {
 	if !ok {
 		return nil, false, nil
 	}
-	if fd.v.Kind() != reflect.Slice || fd.v.Type().Elem().Kind() != reflect.String {
-		return nil, false, f.errorf(fd, "is %v, want a list of strings", fd.v.Type())
+	vs, isList := fd.v.([]any)
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		s, isString := v.(string)
+		if !isString {
+			isList = false
+			break
+		}
+		out[i] = s
 	}
-	out := make([]string, fd.v.Len())
-	for i := range out {
-		out[i] = fd.v.Index(i).String()
+	if !isList {
+		return nil, false, f.errorf(fd, "is %s, want a list of strings", typeName(fd.t))
 	}
 	return out, true, nil
 }
@@ -161,23 +167,31 @@ func (f *fields) stringMap(name string) (map[string]string, bool, error) {
 	if !ok {
 		return nil, false, nil
 	}
-	t := fd.v.Type()
-	if t.Kind() != reflect.Map || t.Key().Kind() != reflect.String || t.Elem().Kind() != reflect.String {
-		return nil, false, f.errorf(fd, "is %v, want a map of strings to strings", t)
+	es, isMap := fd.v.([]mapEntry)
+	out := make(map[string]string, len(es))
+	for _, e := range es {
+		k, kok := e.k.(string)
+		v, vok := e.v.(string)
+		if !kok || !vok {
+			isMap = false
+			break
+		}
+		out[k] = v
 	}
-	out := make(map[string]string, fd.v.Len())
-	for it := fd.v.MapRange(); it.Next(); {
-		out[it.Key().String()] = it.Value().String()
+	if !isMap {
+		return nil, false, f.errorf(fd, "is %s, want a map of strings to strings", typeName(fd.t))
 	}
 	return out, true, nil
 }
 
-// isEmpty reports whether a present field is a nil map or slice, which
-// the SDK's decoding gives for a null collection.
+// isEmpty reports whether a present field is an empty map or list, which
+// some SDK versions send for None.
 func isEmpty(fd field) bool {
-	switch fd.v.Kind() {
-	case reflect.Map, reflect.Slice:
-		return fd.v.IsNil()
+	switch v := fd.v.(type) {
+	case []any:
+		return len(v) == 0
+	case []mapEntry:
+		return len(v) == 0
 	}
 	return false
 }

@@ -106,6 +106,12 @@ const WrittenTag = "written"
 // ended DONE having written nothing. Java's KafkaIO ends in a ParDo, which
 // has an output, for the same effect.
 func writeResponse(req *jobpb.ExpansionRequest, x ids, cfg *kafkaio.WriteConfig) (*jobpb.ExpansionResponse, error) {
+	return sinkResponse(req, x, kafkaio.WriteURN, cfg, checkKVBytes)
+}
+
+// sinkResponse is writeResponse for any runner-native sink: native is
+// its URN, cfg becomes its JSON payload, check checks its input.
+func sinkResponse(req *jobpb.ExpansionRequest, x ids, native string, cfg any, check func(*pipepb.Components, string) error) (*jobpb.ExpansionResponse, error) {
 	urn := req.GetTransform().GetSpec().GetUrn()
 	in := req.GetTransform().GetInputs()
 	if len(in) != 1 {
@@ -117,7 +123,7 @@ func writeResponse(req *jobpb.ExpansionRequest, x ids, cfg *kafkaio.WriteConfig)
 	c := baseComponents(req)
 	var input *pipepb.PCollection
 	for tag, pc := range in {
-		if err := checkKVBytes(c, pc); err != nil {
+		if err := check(c, pc); err != nil {
 			return nil, fmt.Errorf("%s: input %s: %w", urn, tag, err)
 		}
 		input = c.Pcollections[pc]
@@ -139,7 +145,7 @@ func writeResponse(req *jobpb.ExpansionRequest, x ids, cfg *kafkaio.WriteConfig)
 	leaf := x.id("write")
 	c.Transforms[leaf] = &pipepb.PTransform{
 		UniqueName: name + "/Write",
-		Spec:       &pipepb.FunctionSpec{Urn: kafkaio.WriteURN, Payload: payload},
+		Spec:       &pipepb.FunctionSpec{Urn: native, Payload: payload},
 		Inputs:     maps.Clone(in),
 		Outputs:    map[string]string{WrittenTag: written},
 	}
@@ -196,6 +202,10 @@ func checkKVBytes(c *pipepb.Components, pcoll string) error {
 		}
 	}
 	return fmt.Errorf("PCollection %q has coder %s, want KV<bytes, bytes> (%s of two %s)", pcoll, describeCoder(c, pc.GetCoderId(), 0), urnKVCoder, urnBytesCoder)
+}
+
+func unmarshalSchema(c *pipepb.Coder, s *pipepb.Schema) error {
+	return proto.Unmarshal(c.GetSpec().GetPayload(), s)
 }
 
 // describeCoder renders a coder and its components for an error message.

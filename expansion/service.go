@@ -10,6 +10,9 @@ import (
 
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	"google.golang.org/grpc"
+
+	"github.com/weir-runner/weir/internal/contain"
+	"github.com/weir-runner/weir/pgio"
 )
 
 // Options configures a Service. The zero value is ready to use.
@@ -42,6 +45,7 @@ func NewService(opts Options) *Service {
 // response whose Error says why, never an RPC error: the SDKs retry RPC
 // errors with back-off but report ExpansionResponse.Error at once.
 func (s *Service) Expand(_ context.Context, req *jobpb.ExpansionRequest) (*jobpb.ExpansionResponse, error) {
+	contain.At(contain.Expansion, "")
 	urn := req.GetTransform().GetSpec().GetUrn()
 	res, err := s.expand(req)
 	if err != nil {
@@ -74,12 +78,18 @@ func (s *Service) expand(req *jobpb.ExpansionRequest) (*jobpb.ExpansionResponse,
 			return nil, err
 		}
 		return writeResponse(req, x, cfg)
+	case PostgresWriteURN:
+		cfg, err := pgWriteConfig(urn, t.GetSpec().GetPayload())
+		if err != nil {
+			return nil, err
+		}
+		return sinkResponse(req, x, pgio.WriteURN, cfg, checkRows(cfg))
 	case WriteWithHeadersURN:
 		return nil, fmt.Errorf("transform %q: %s is not supported: weir's Kafka write takes KV<bytes, bytes> and writes no headers, topic, partition or timestamp per record; use WriteToKafka without with_headers",
 			t.GetUniqueName(), urn)
 	default:
-		return nil, fmt.Errorf("transform %q: unknown URN %q: weir expands only %s, %s and %s",
-			t.GetUniqueName(), urn, ReadWithoutMetadataURN, ReadWithMetadataURN, WriteURN)
+		return nil, fmt.Errorf("transform %q: unknown URN %q: weir expands only %s, %s, %s and %s",
+			t.GetUniqueName(), urn, ReadWithoutMetadataURN, ReadWithMetadataURN, WriteURN, PostgresWriteURN)
 	}
 }
 
@@ -94,11 +104,18 @@ type Server struct {
 	grpc *grpc.Server
 }
 
-// NewServer returns a server for svc. It serves nothing until Serve.
-func NewServer(svc *Service) *Server {
+// NewServer returns a server for svc. It serves nothing until Serve. opts
+// are further gRPC server options: weir serve's TLS and token
+// interceptors (secure.Policy.GRPCServerOptions).
+func NewServer(svc *Service, opts ...grpc.ServerOption) *Server {
 	// Requests carry the input PCollections' coders, which can hold large
 	// serialized functions; the job server lifts gRPC's 4 MiB limit too.
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(math.MaxInt32), grpc.MaxSendMsgSize(math.MaxInt32))
+	// A panic expanding one request answers it Internal and is logged with
+	// its stack; it never ends the server.
+	g := grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(math.MaxInt32), grpc.MaxSendMsgSize(math.MaxInt32),
+		grpc.ChainUnaryInterceptor(contain.UnaryServer(func(_ context.Context, method string, p *contain.PanicError) {
+			svc.log.Error("weir: expansion service panicked", "method", method, "panic", p.Value, "stack", string(p.Stack))
+		})))...)
 	jobpb.RegisterExpansionServiceServer(g, svc)
 	return &Server{grpc: g}
 }

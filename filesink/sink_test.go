@@ -13,7 +13,6 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
-	"github.com/weir-runner/weir/executor"
 	"github.com/weir-runner/weir/fileio"
 	"github.com/weir-runner/weir/state"
 	"github.com/weir-runner/weir/twophase"
@@ -51,13 +50,20 @@ func elems(vals ...string) [][]byte {
 	return out
 }
 
-func sink(t *testing.T, fs vfs.FS, store *state.Store) *Sink {
-	return &Sink{Config: &fileio.WriteConfig{Dir: "/out", Suffix: ".txt"}, Name: "files", Subtask: 0,
-		Pending: twophase.NewPending(store, "f/0", "files[0]"), In: bytesCodec(t), FS: fs}
+// driver is a file sink subtask: the driver and its sink.
+type driver struct {
+	*twophase.Driver
+	*Sink
 }
 
-// files returns the final files' contents and how many temporary files
-// there are.
+func sink(t *testing.T, fs vfs.FS, store *state.Store) driver {
+	s := &Sink{Config: &fileio.WriteConfig{Dir: "/out", Suffix: ".txt"}, Name: "files", Subtask: 0, In: bytesCodec(t), FS: fs}
+	return driver{&twophase.Driver{Sink: s, Pending: twophase.NewPending(store, "f/0", "files[0]"),
+		Name: `file sink files[0]: dir "/out"`}, s}
+}
+
+// files returns the final files' contents, sorted, and how many
+// temporary files there are.
 func files(t *testing.T, fs vfs.FS) (final []string, temps int) {
 	t.Helper()
 	names, err := fs.List("/out")
@@ -84,6 +90,7 @@ func files(t *testing.T, fs vfs.FS) (final []string, temps int) {
 		}
 		final = append(final, string(b))
 	}
+	slices.Sort(final) // names hold random run tokens
 	return final, temps
 }
 
@@ -161,8 +168,8 @@ func TestFileSinkCrashAfterCommitBeforeDelete(t *testing.T) {
 
 	r := sink(t, fs, restore())
 	must(t, r.Process(ctx, 0, elems("b")))
-	if r.Committed != 0 {
-		t.Errorf("the restored sink renamed %d files, want 0", r.Committed)
+	if r.Sink.Committed != 0 {
+		t.Errorf("the restored sink renamed %d files, want 0", r.Sink.Committed)
 	}
 	must(t, r.Finish(ctx))
 	wantFiles(t, fs, 0, "a\n", "b\n")
@@ -175,7 +182,7 @@ func TestFileSinkLostFileFailsLoudly(t *testing.T) {
 	fs := vfs.NewMem()
 	ctx := context.Background()
 	s := sink(t, fs, twophasetest.Store(t))
-	s.OnError = func(err error) { t.Errorf("retried %v", err) }
+	s.OnRetry = func(err error) { t.Errorf("retried %v", err) }
 	must(t, s.Process(ctx, 0, elems("a")))
 	must(t, s.Barrier(ctx, 1))
 	must(t, fs.Remove("/out/"+s.tempName(0)))
@@ -198,7 +205,7 @@ func TestFileSinkRetriesRename(t *testing.T) {
 	ctx := context.Background()
 	s := sink(t, fs, twophasetest.Store(t))
 	var retried []error
-	s.OnError = func(err error) { retried = append(retried, err) }
+	s.OnRetry = func(err error) { retried = append(retried, err) }
 	must(t, s.Process(ctx, 0, elems("a")))
 	must(t, s.Barrier(ctx, 1))
 	must(t, s.CheckpointComplete(ctx, 1))
@@ -208,20 +215,21 @@ func TestFileSinkRetriesRename(t *testing.T) {
 	wantFiles(t, fs, 0, "a\n")
 }
 
-func TestEpochOf(t *testing.T) {
+func TestFinalOf(t *testing.T) {
+	s := &Sink{Config: &fileio.WriteConfig{Dir: "/out", Prefix: "my-e", Suffix: ".txt"}, Subtask: 3, lineage: "ab"}
 	for _, tc := range []struct {
-		name string
-		want executor.BarrierID
-		ok   bool
+		temp, final string
+		ok, mine    bool
 	}{
-		{".part-ab-s0-e7.tmp", 7, true},
-		{".my-e-prefix-ab-s3-e12.tmp", 12, true},
-		{".part-ab-s0-e7.txt", 0, false},
-		{"nothing.tmp", 0, false},
+		{".my-e-ab-cd-s3-e7.tmp", "my-e-ab-cd-s3-e7.txt", true, true},
+		{".my-e-ab-cd-s13-e7.tmp", "my-e-ab-cd-s13-e7.txt", true, false}, // another subtask
+		{".my-e-zz-cd-s3-e7.tmp", "my-e-zz-cd-s3-e7.txt", true, false},   // another lineage
+		{".my-e-ab-cd-s3-e7.txt", "", false, false},
+		{".part-ab-cd-s3-e7.tmp", "", false, false},
 	} {
-		got, ok := epochOf(tc.name)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("epochOf(%q) = %d, %v; want %d, %v", tc.name, got, ok, tc.want, tc.ok)
+		final, ok := s.finalOf(tc.temp)
+		if final != tc.final || ok != tc.ok || s.mine(tc.temp) != tc.mine {
+			t.Errorf("finalOf(%q) = %q, %v, mine %v; want %q, %v, %v", tc.temp, final, ok, s.mine(tc.temp), tc.final, tc.ok, tc.mine)
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	fnpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/fnexecution_v1"
+
+	"github.com/weir-runner/weir/internal/contain"
 )
 
 type loggingService struct {
@@ -19,6 +21,7 @@ func (l loggingService) Logging(stream fnpb.BeamFnLogging_LoggingServer) error {
 	}
 	w.logs.opened()
 	defer w.logs.closed()
+	contain.At(contain.FnLogging, l.s.opts.JobID)
 	for {
 		batch, err := stream.Recv()
 		if err != nil {

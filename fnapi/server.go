@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/weir-runner/weir/internal/contain"
 )
 
 // Options configure a Server.
@@ -30,7 +32,8 @@ type Options struct {
 	Dependencies map[string][]*pipepb.ArtifactInformation
 	// OnLog receives every log entry workers send. It must not block.
 	OnLog func(workerID string, e *fnpb.LogEntry)
-	// Host is the address to listen on; default 127.0.0.1.
+	// Host is the address to listen on, and the host of the endpoint
+	// workers are told to dial; default DefaultHost.
 	Host string
 	// ConnectTimeout bounds how long a worker weir started (EXTERNAL,
 	// PROCESS) may take to open its control stream; past it the worker
@@ -38,6 +41,11 @@ type Options struct {
 	// DefaultConnectTimeout.
 	ConnectTimeout time.Duration
 }
+
+// DefaultHost is where the Fn API listens unless told otherwise: loopback,
+// since it has neither TLS nor authentication (Beam's SDK harnesses dial
+// it in plaintext), and LOOPBACK and PROCESS workers run on this machine.
+const DefaultHost = "127.0.0.1"
 
 // DefaultConnectTimeout is Options.ConnectTimeout when unset: a Python or
 // Java worker starts in seconds, a busy machine's in tens of them.
@@ -60,14 +68,16 @@ type Server struct {
 // NewServer listens on a free port and starts serving.
 func NewServer(opts Options) (*Server, error) {
 	if opts.Host == "" {
-		opts.Host = "127.0.0.1"
+		opts.Host = DefaultHost
 	}
 	lis, err := net.Listen("tcp", net.JoinHostPort(opts.Host, "0"))
 	if err != nil {
 		return nil, fmt.Errorf("fnapi: listen: %w", err)
 	}
-	s := &Server{opts: opts, lis: lis, grpc: grpc.NewServer(
-		grpc.MaxRecvMsgSize(256<<20), grpc.MaxSendMsgSize(256<<20))}
+	s := &Server{opts: opts, lis: lis}
+	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(256<<20), grpc.MaxSendMsgSize(256<<20),
+		grpc.ChainUnaryInterceptor(contain.UnaryServer(s.handlerPanicked)),
+		grpc.ChainStreamInterceptor(contain.StreamServer(s.handlerPanicked)))
 	s.mu.workers = map[string]*Worker{}
 	s.mu.descriptors = map[string]*fnpb.ProcessBundleDescriptor{}
 	fnpb.RegisterBeamFnControlServer(s.grpc, controlService{s: s})
@@ -159,10 +169,12 @@ func (c controlService) Control(stream fnpb.BeamFnControl_ControlServer) error {
 	if err != nil {
 		return err
 	}
+	contain.At(contain.FnControl, c.s.opts.JobID)
 	return w.serveControl(stream)
 }
 
 func (c controlService) GetProcessBundleDescriptor(_ context.Context, req *fnpb.GetProcessBundleDescriptorRequest) (*fnpb.ProcessBundleDescriptor, error) {
+	contain.At(contain.FnDescriptor, c.s.opts.JobID)
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
 	d, ok := c.s.mu.descriptors[req.GetProcessBundleDescriptorId()]
@@ -182,6 +194,7 @@ func (d dataService) Data(stream fnpb.BeamFnData_DataServer) error {
 	if err != nil {
 		return err
 	}
+	contain.At(contain.FnData, d.s.opts.JobID)
 	return w.serveData(stream)
 }
 
@@ -195,6 +208,7 @@ func (st stateService) State(stream fnpb.BeamFnState_StateServer) error {
 	if err != nil {
 		return err
 	}
+	contain.At(contain.FnState, st.s.opts.JobID)
 	return w.serveState(stream)
 }
 
@@ -208,6 +222,7 @@ func (p provisionService) GetProvisionInfo(ctx context.Context, _ *fnpb.GetProvi
 	if err != nil {
 		return nil, err
 	}
+	contain.At(contain.FnProvision, p.s.opts.JobID)
 	ep := p.s.APIDescriptor()
 	return &fnpb.GetProvisionInfoResponse{Info: &fnpb.ProvisionInfo{
 		PipelineOptions:  p.s.opts.PipelineOptions,

@@ -6,7 +6,9 @@
 #                         the counts (make run-java)
 #   java/run.sh test      the same, checking the counts, then the pipelines
 #                         of org.weir.examples.Pipelines, each checked by
-#                         PAssert, one whose assertion is wrong, which
+#                         PAssert, the word count through weir proxy to a
+#                         server with TLS, client certificates and a
+#                         token, one whose assertion is wrong, which
 #                         must fail, one weir must refuse at submission,
 #                         and KafkaRoundTrip (Beam Java's KafkaIO)
 #                         against bin/kfake (make java-test), then a
@@ -19,7 +21,7 @@
 #
 # Builds with Maven offline when ~/.m2 has everything, online otherwise
 # (the first build downloads for minutes). Needs bin/weir (make build),
-# and for test bin/kfake (make kfake).
+# and for test bin/kfake and bin/testcerts (make kfake testcerts).
 set -euo pipefail
 cd "$(dirname "$0")"
 mode=${1:-example}
@@ -119,6 +121,38 @@ wordcount LOOPBACK --defaultEnvironmentType=LOOPBACK
 wordcount EXTERNAL --defaultEnvironmentType=EXTERNAL --defaultEnvironmentConfig="localhost:$pool_port"
 
 [ "$mode" = test ] || exit 0
+
+# Beam Java's job client (ManagedChannelFactory: plaintext, no token, as
+# PortableRunner's) cannot reach a weir serve that requires TLS, client
+# certificates and a token; weir proxy, on loopback, forwards it there
+# with its own (docs/security.md).
+echo "== word count through weir proxy to a server with TLS, client certificates and a token"
+testcerts=../bin/testcerts
+[ -x "$testcerts" ] || fail "$testcerts missing; run make testcerts"
+certs=$work/certs
+"$testcerts" "$certs"
+echo "java-test-token-0123456789abcdef" >"$certs/token"
+secure_port=$(free_port)
+serve_log=$work/serve-secure.log
+"$weir" serve --job-port="$secure_port" --state-dir="$work/state-secure" --http-addr= \
+  --tls-cert="$certs/server.pem" --tls-key="$certs/server-key.pem" --tls-client-ca="$certs/ca.pem" \
+  --auth-token-file="$certs/token" >"$serve_log" 2>&1 &
+pids+=($!)
+wait_port "$secure_port" "${pids[-1]}" "weir serve (secured)"
+proxy_port=$(free_port)
+"$weir" proxy --listen="localhost:$proxy_port" --endpoint="localhost:$secure_port" \
+  --tls-ca="$certs/ca.pem" --tls-cert="$certs/client.pem" --tls-key="$certs/client-key.pem" \
+  --token-file="$certs/token" >"$work/proxy.log" 2>&1 &
+pids+=($!)
+wait_port "$proxy_port" "${pids[-1]}" "weir proxy"
+secure_endpoint=$endpoint
+endpoint=localhost:$proxy_port
+wordcount proxied --defaultEnvironmentType=LOOPBACK
+endpoint=$secure_endpoint
+"$weir" jobs --endpoint="localhost:$secure_port" --tls-ca="$certs/ca.pem" --tls-cert="$certs/client.pem" \
+  --tls-key="$certs/client-key.pem" --token-file="$certs/token" | grep -q DONE ||
+  fail "the proxied word count is not DONE on the secured server"
+serve_log=$work/serve.log
 
 echo "== pipelines (LOOPBACK)"
 "${jvm[@]}" org.weir.examples.Pipelines --runner=WeirRunner --jobEndpoint="$endpoint" \
@@ -240,5 +274,5 @@ job=$(sed -n 's/^job //p' "$ck/second.out" | head -1)
 wait "$ck_java" || ck_fail second "the restored job did not end CANCELLED"
 grep '^job ended' "$ck/second.out"
 
-n=$(( $(grep -c '^pipeline .*: PASS$' "$work/pipelines.out") + $(grep -c '^kafka .*: PASS$' "$work/kafka.out") + 5 ))
+n=$(( $(grep -c '^pipeline .*: PASS$' "$work/pipelines.out") + $(grep -c '^kafka .*: PASS$' "$work/kafka.out") + 6 ))
 echo "java: $n passed, 0 failed"

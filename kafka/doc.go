@@ -26,6 +26,14 @@
 // through OnError with the source or sink and the topic and partition, so
 // the job shows why it is not moving instead of failing or skipping.
 //
+// An exactly-once write is a twophase.Sink (TxnSink) under the shared
+// twophase.Driver: records wait in the store until their checkpoint
+// completes, then go out in one transaction with the run's marker
+// (TxnWriter, Markers).
+//
+// ReadConnector and WriteConnector (connector.go) are the connectors that
+// decode kafkaio's transforms at submission and build these operators.
+//
 // The reader and writer read processing time from a Clock, so tests of
 // idleness, alignment and bounded read times run on a fake one.
 package kafka

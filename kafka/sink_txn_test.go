@@ -21,6 +21,7 @@ import (
 	"github.com/weir-runner/weir/state"
 	"github.com/weir-runner/weir/twophase"
 	"github.com/weir-runner/weir/twophase/twophasetest"
+	"github.com/weir-runner/weir/wire"
 )
 
 const txnPartitions = 2
@@ -37,9 +38,15 @@ func newTxnEnv(t *testing.T, b *kafkatest.Broker) *txnEnv {
 	return &txnEnv{b: b, topic: b.Topic(t, "out", txnPartitions), txnID: b.Name(t, "sink")}
 }
 
+// txnDriver is an exactly-once sink subtask: the driver and its sink.
+type txnDriver struct {
+	*twophase.Driver
+	*TxnSink
+}
+
 // sink makes an exactly-once sink subtask over store, as the runner does.
 // Sinks of one env share the transactional id, as the runs of one job do.
-func (e *txnEnv) sink(t *testing.T, store *state.Store) *TxnSink {
+func (e *txnEnv) sink(t *testing.T, store *state.Store) txnDriver {
 	t.Helper()
 	w, err := NewTxnWriter(&kafkaio.WriteConfig{BootstrapServers: e.b.Addrs, Topic: e.topic, Semantic: kafkaio.ExactlyOnce},
 		TxnOptions{Name: "sink[0]", TransactionalID: e.txnID})
@@ -47,7 +54,14 @@ func (e *txnEnv) sink(t *testing.T, store *state.Store) *TxnSink {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Close)
-	return &TxnSink{Writer: w, Pending: twophase.NewPending(store, "s/0", "sink[0]"), In: kvBytesCodec(t)}
+	return driveTxn(w, store, kvBytesCodec(t))
+}
+
+// driveTxn makes the subtask of a TxnSink over w and store.
+func driveTxn(w *TxnWriter, store *state.Store, in *wire.Codec) txnDriver {
+	s := &TxnSink{Writer: w, In: in}
+	return txnDriver{&twophase.Driver{Sink: s, Pending: twophase.NewPending(store, "s/0", "sink[0]"),
+		Name: fmt.Sprintf("kafka sink sink[0]: topic %q", w.topic)}, s}
 }
 
 // elems encodes records named by vals as the sink receives them.
@@ -175,8 +189,8 @@ func testTxnSinkCommitsOnCheckpointComplete(t *testing.T, c *kafkatest.Broker) {
 	}
 	must(t, s.Finish(ctx)) // the end of input commits the open epoch
 	e.want(t, "a", "b", "c", "d", "e")
-	if s.Committed != 5 {
-		t.Errorf("Committed = %d, want 5", s.Committed)
+	if s.TxnSink.Committed != 5 {
+		t.Errorf("Committed = %d, want 5", s.TxnSink.Committed)
 	}
 }
 
@@ -191,7 +205,7 @@ func testTxnSinkCommitsBackToBack(t *testing.T, c *kafkatest.Broker) {
 	e := newTxnEnv(t, c)
 	ctx := context.Background()
 	s := e.sink(t, twophasetest.Store(t))
-	s.OnError = func(err error) { t.Errorf("retried %v", err) }
+	s.OnRetry = func(err error) { t.Errorf("retried %v", err) }
 	var vals []string
 	for id := range executor.BarrierID(20) {
 		v := fmt.Sprint(100 + id) // sorted as numbers and as strings
@@ -216,9 +230,9 @@ func testTxnSinkMissingTopic(t *testing.T, c *kafkatest.Broker) {
 		TxnOptions{Name: "sink[0]", TransactionalID: e.txnID, ClientOpts: []kgo.Opt{kgo.UnknownTopicRetries(1)}})
 	must(t, err)
 	t.Cleanup(w.Close)
-	s := &TxnSink{Writer: w, Pending: twophase.NewPending(twophasetest.Store(t), "s/0", "sink[0]"), In: kvBytesCodec(t)}
+	s := driveTxn(w, twophasetest.Store(t), kvBytesCodec(t))
 	errs := make(chan error, 100)
-	s.OnError = func(err error) {
+	s.OnRetry = func(err error) {
 		select {
 		case errs <- err:
 		default:
@@ -294,8 +308,8 @@ func testTxnSinkCrashAfterCommitBeforeDelete(t *testing.T, c *kafkatest.Broker) 
 	must(t, r.Barrier(ctx, 2))
 	must(t, r.CheckpointComplete(ctx, 2))
 	e.want(t, "a", "b", "c")
-	if r.Committed != 1 {
-		t.Errorf("the restored sink committed %d records, want 1", r.Committed)
+	if r.TxnSink.Committed != 1 {
+		t.Errorf("the restored sink committed %d records, want 1", r.TxnSink.Committed)
 	}
 }
 
@@ -328,7 +342,7 @@ func TestTxnSinkRetriesBrokerError(t *testing.T) {
 	ctx := context.Background()
 	s := e.sink(t, twophasetest.Store(t))
 	var retried []error
-	s.OnError = func(err error) { retried = append(retried, err) }
+	s.OnRetry = func(err error) { retried = append(retried, err) }
 	must(t, s.Process(ctx, 0, elems("a", "b")))
 	must(t, s.Barrier(ctx, 1))
 	// franz-go retries coordinator errors itself; this one reaches the sink.
@@ -352,7 +366,7 @@ func TestTxnSinkFencedFailsLoudly(t *testing.T) {
 	e := newTxnEnv(t, c)
 	ctx := context.Background()
 	s := e.sink(t, twophasetest.Store(t))
-	s.OnError = func(err error) { t.Errorf("retried %v", err) }
+	s.OnRetry = func(err error) { t.Errorf("retried %v", err) }
 	must(t, s.Process(ctx, 0, elems("a")))
 	must(t, s.Barrier(ctx, 1))
 	c.Fake.ControlKey(int16(kmsg.AddOffsetsToTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -380,7 +394,7 @@ func testTxnSinkFencedByAnotherWriter(t *testing.T, c *kafkatest.Broker) {
 	ctx := context.Background()
 	first := e.sink(t, twophasetest.Store(t))
 	var retried []error
-	first.OnError = func(err error) { retried = append(retried, err) }
+	first.OnRetry = func(err error) { retried = append(retried, err) }
 	must(t, first.Process(ctx, 0, elems("a")))
 	must(t, first.Barrier(ctx, 1))
 	must(t, first.CheckpointComplete(ctx, 1))
@@ -424,7 +438,7 @@ func testTxnWriterTransactionTimedOut(t *testing.T, c *kafkatest.Broker) {
 	must(t, err)
 	t.Cleanup(w.Close)
 	adm := c.Admin(t)
-	_, err = w.Commit(ctx, "run", 1, func(produce func(key, value []byte)) error {
+	_, err = w.Commit(ctx, Markers{}.With("run", 1), func(produce func(key, value []byte)) error {
 		produce([]byte("klate"), []byte("late"))
 		must(t, w.client.Flush(ctx)) // the timeout runs from the first record
 		for {
@@ -443,7 +457,7 @@ func testTxnWriterTransactionTimedOut(t *testing.T, c *kafkatest.Broker) {
 		t.Fatalf("a commit past its transaction timeout = %v, want an error to retry", err)
 	}
 	t.Logf("the timed-out commit: %v", err)
-	n, err := w.Commit(ctx, "run", 1, func(produce func(key, value []byte)) error {
+	n, err := w.Commit(ctx, Markers{}.With("run", 1), func(produce func(key, value []byte)) error {
 		produce([]byte("kagain"), []byte("again"))
 		return nil
 	})
@@ -453,19 +467,29 @@ func testTxnWriterTransactionTimedOut(t *testing.T, c *kafkatest.Broker) {
 	e.want(t, "again")
 }
 
-func TestParseMarker(t *testing.T) {
-	for _, tc := range []struct {
-		meta, run string
-		want      executor.BarrierID
-	}{
-		{markerMeta("ab12", 7), "ab12", 7},
-		{markerMeta("ab12", 7), "cd34", 0},
-		{"", "ab12", 0},
-		{"weir exactly-once sink: run ab12 checkpoint x", "ab12", 0},
-	} {
-		if got := parseMarker(tc.meta, tc.run); got != tc.want {
-			t.Errorf("parseMarker(%q, %q) = %d, want %d", tc.meta, tc.run, got, tc.want)
+func TestMarkers(t *testing.T) {
+	var ms Markers
+	ms = ms.With("ab12", 7).With("cd34", 3).With("ab12", 9)
+	if got := ms.String(); got != "weir exactly-once sink v2: cd34=3 ab12=9" {
+		t.Errorf("String() = %q", got)
+	}
+	back := ParseMarkers(ms.String())
+	if back.Of("ab12") != 9 || back.Of("cd34") != 3 || back.Of("ef56") != 0 || back.newest() != 9 {
+		t.Errorf("ParseMarkers(%q) = %v", ms.String(), back)
+	}
+	for _, meta := range []string{"", "weir exactly-once sink: run ab12 checkpoint 7", "weir exactly-once sink v2: ab12=x =3 cd34"} {
+		if got := ParseMarkers(meta); got.Of("ab12") != 0 || got.Of("cd34") != 0 {
+			t.Errorf("ParseMarkers(%q) = %v, want no marker", meta, got)
 		}
+	}
+	for i := range 2 * maxMarkers {
+		ms = ms.With(fmt.Sprintf("%016x", i), executor.BarrierID(1<<40+i))
+	}
+	if len(ms) != maxMarkers || ms.Of("ab12") != 0 || ms.Of(fmt.Sprintf("%016x", 2*maxMarkers-1)) != 1<<40+2*maxMarkers-1 {
+		t.Errorf("after %d runs: %d markers kept, oldest %v", 2*maxMarkers, len(ms), ms[0])
+	}
+	if n := len(ms.String()); n > 4096 {
+		t.Errorf("metadata of %d runs is %d bytes, over Kafka's default offset.metadata.max.bytes", maxMarkers, n)
 	}
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/weir-runner/weir/executor"
 	"github.com/weir-runner/weir/kafkaio"
 	"github.com/weir-runner/weir/twophase"
 )
@@ -32,10 +29,11 @@ type TxnOptions struct {
 
 // TxnWriter writes a sink subtask's committed epochs to Kafka: each
 // commit is one transaction holding the records and a marker, an offset
-// commit of the marker group on partition 0 of the topic whose offset is
-// the checkpoint and whose metadata names the run. Kafka applies the
-// offset commit atomically with the records, so the marker says exactly
-// which checkpoints' records are in the topic.
+// commit of the marker group on partition 0 of the topic whose metadata
+// holds the markers of the recent runs (Markers: for each run, the epoch
+// below which it has committed everything). Kafka applies the offset
+// commit atomically with the records, so the markers say exactly which
+// epochs' records are in the topic.
 //
 // No transaction stays open between calls: Commit begins and ends one,
 // and on any failure aborts it with the same client. The writer's first
@@ -62,6 +60,9 @@ type TxnWriter struct {
 	// abort after the failure failed too, and is tried again before the
 	// next transaction begins.
 	unended bool
+	// grouped says the marker group holds an offset for the topic's
+	// partition 0 (Markers).
+	grouped bool
 }
 
 // NewTxnWriter returns a transactional writer to cfg's topic. It does not
@@ -137,77 +138,90 @@ func (w *TxnWriter) Close() {
 	w.client, w.adm = nil, nil
 }
 
-// markerMeta is the marker's metadata: the run and the checkpoint.
-func markerMeta(run string, id executor.BarrierID) string {
-	return fmt.Sprintf("weir exactly-once sink: run %s checkpoint %d", run, id)
-}
-
-// parseMarker returns the checkpoint a marker names if it is run's; 0 for
-// another run's marker or none.
-func parseMarker(meta, run string) executor.BarrierID {
-	rest, ok := strings.CutPrefix(meta, "weir exactly-once sink: run "+run+" checkpoint ")
-	if !ok {
-		return 0
-	}
-	n, err := strconv.ParseUint(rest, 10, 64)
-	if err != nil {
-		return 0
-	}
-	return executor.BarrierID(n)
-}
-
-// Marker returns the newest checkpoint of run whose records are
-// committed; 0 when none is. It reads committed offsets only
-// (RequireStable). Kafka answers UNSTABLE_OFFSET_COMMIT until the
-// coordinator has written the markers of the last transaction that
-// committed the group's offsets, which it does after EndTxn returns: right
-// after this writer's own commit, that is the usual answer. Marker waits
-// it out quietly for a while (unstableRetries) before returning it.
-func (w *TxnWriter) Marker(ctx context.Context, run string) (executor.BarrierID, error) {
+// Markers returns the marker group's markers: for each recent run, the
+// epoch below which it has committed everything; none when nothing was
+// committed. It reads committed offsets only (RequireStable). Kafka
+// answers UNSTABLE_OFFSET_COMMIT until the coordinator has written the
+// markers of the last transaction that committed the group's offsets,
+// which it does after EndTxn returns: right after this writer's own
+// commit, that is the usual answer. Markers waits it out quietly for a
+// while (unstableRetries) before returning it.
+func (w *TxnWriter) Markers(ctx context.Context) (Markers, error) {
 	if err := w.connect(ctx); err != nil {
-		return 0, err
+		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
-		m, err := w.marker(ctx, run)
+		ms, found, err := w.markers(ctx)
+		if err == nil && !found && !w.grouped {
+			err = w.makeGroup(ctx)
+		}
+		w.grouped = w.grouped || err == nil
 		if !errors.Is(err, kerr.UnstableOffsetCommit) || attempt == unstableRetries {
-			return m, err
+			return ms, err
 		}
 		if err := sleep(ctx, unstableWait); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
 }
 
-// unstableRetries and unstableWait bound how long Marker waits for
+// makeGroup gives the marker group an offset with no marker, outside any
+// transaction, before the writer's first transaction. Kafka answers a
+// stable read (RequireStable) of a group that has only offsets a
+// transaction is still completing with no offsets at all, not with
+// UNSTABLE_OFFSET_COMMIT: right after the first commit of a new group,
+// its marker would read as absent, and a commit whose outcome was unknown
+// would be written again. A group with an offset already answers
+// UNSTABLE_OFFSET_COMMIT until the transaction is complete.
+//
+// Nothing of this transactional id is being committed meanwhile: the
+// writer's producer id was just initialised, which completes the
+// transactions of earlier writers first, and it has begun none.
+func (w *TxnWriter) makeGroup(ctx context.Context) error {
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: w.topic, Partition: 0, At: 0, LeaderEpoch: -1, Metadata: Markers(nil).String()})
+	resp, err := w.adm.CommitOffsets(ctx, w.group, os)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("make marker group %q: %w", w.group, err)
+	}
+	return nil
+}
+
+// unstableRetries and unstableWait bound how long Markers waits for
 // offsets to become stable before it reports the error (about 2 s).
 const (
 	unstableRetries = 100
 	unstableWait    = 20 * time.Millisecond
 )
 
-func (w *TxnWriter) marker(ctx context.Context, run string) (executor.BarrierID, error) {
+// markers reads the markers; found says the group has an offset for the
+// topic's partition 0.
+func (w *TxnWriter) markers(ctx context.Context) (ms Markers, found bool, err error) {
 	resps, err := w.adm.FetchOffsets(kadm.RequireStable(ctx), w.group)
 	if errors.Is(err, kerr.GroupIDNotFound) {
-		return 0, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("read marker of group %q: %w", w.group, err)
+		return nil, false, fmt.Errorf("read marker of group %q: %w", w.group, err)
 	}
 	o, ok := resps.Lookup(w.topic, 0)
 	if !ok {
-		return 0, nil
+		return nil, false, nil
 	}
 	if o.Err != nil {
-		return 0, fmt.Errorf("read marker of group %q: %w", w.group, o.Err)
+		return nil, true, fmt.Errorf("read marker of group %q: %w", w.group, o.Err)
 	}
-	return parseMarker(o.Metadata, run), nil
+	return ParseMarkers(o.Metadata), true, nil
 }
 
 // Commit writes, in one transaction, the records each hands to produce,
-// and the marker of run's checkpoint id. With no record it writes
-// nothing, marker included: there is nothing a restore could repeat. It
-// returns how many records it committed.
-func (w *TxnWriter) Commit(ctx context.Context, run string, id executor.BarrierID, each func(produce func(key, value []byte)) error) (int, error) {
+// and the markers ms. With no record it writes nothing, markers included:
+// there is nothing a restore could repeat. It returns how many records it
+// committed.
+func (w *TxnWriter) Commit(ctx context.Context, ms Markers, each func(produce func(key, value []byte)) error) (int, error) {
 	if err := w.connect(ctx); err != nil {
 		return 0, err
 	}
@@ -254,7 +268,7 @@ func (w *TxnWriter) Commit(ctx context.Context, run string, id executor.BarrierI
 		mu.Unlock()
 	}
 	if err == nil {
-		err = w.commitMarker(ctx, run, id)
+		err = w.commitMarker(ctx, ms)
 	}
 	if err == nil {
 		err = w.client.EndTransaction(ctx, kgo.TryCommit)
@@ -281,7 +295,7 @@ func cmp(first, err error) error {
 // itself with the transaction's producer id and epoch: AddOffsetsToTxn,
 // then TxnOffsetCommit of generation -1 (a commit from outside a group,
 // which Kafka allows for a group without members).
-func (w *TxnWriter) commitMarker(ctx context.Context, run string, id executor.BarrierID) error {
+func (w *TxnWriter) commitMarker(ctx context.Context, ms Markers) error {
 	if !w.haveID {
 		td, err := w.adm.ListTopics(ctx, w.topic)
 		if err != nil {
@@ -312,8 +326,8 @@ func (w *TxnWriter) commitMarker(ctx context.Context, run string, id executor.Ba
 	t := kmsg.NewTxnOffsetCommitRequestTopic()
 	t.Topic, t.TopicID = w.topic, w.topicID
 	p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
-	meta := markerMeta(run, id)
-	p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = 0, int64(id), -1, &meta
+	meta := ms.String()
+	p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = 0, int64(ms.newest()), -1, &meta
 	t.Partitions = append(t.Partitions, p)
 	oc.Topics = append(oc.Topics, t)
 	ocResp, err := oc.RequestWith(ctx, w.client)

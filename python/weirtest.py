@@ -96,6 +96,50 @@ class Server:
     self._log.close()
 
 
+def write_certs(folder):
+  """Writes a fresh test CA, server and client certificates into folder
+  with bin/testcerts (internal/tools/testcerts) and returns their paths by
+  name: ca, server, server_key, client, client_key."""
+  binary = os.environ.get("WEIR_TESTCERTS_BIN", os.path.join(REPO, "bin", "testcerts"))
+  subprocess.run([binary, folder], check=True, timeout=60)
+  names = {"ca": "ca.pem", "server": "server.pem", "server_key": "server-key.pem",
+           "client": "client.pem", "client_key": "client-key.pem"}
+  return {k: os.path.join(folder, v) for k, v in names.items()}
+
+
+class Proxy:
+  """A `weir proxy` process on a free loopback port, forwarding to
+  endpoint with the flags in args; stop() ends it."""
+
+  def __init__(self, endpoint, *args):
+    self.port = free_port()
+    fd, self.log_path = tempfile.mkstemp(prefix="weir-proxy-", suffix=".log")
+    self._log = os.fdopen(fd, "w")
+    cmd = [weir_bin(), "proxy", "--listen=localhost:%d" % self.port,
+           "--endpoint=" + endpoint] + list(args)
+    self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT)
+    try:
+      wait_for_port(self.port, self.proc, "weir proxy")
+    except Exception:
+      self.stop()
+      raise
+
+  @property
+  def endpoint(self):
+    return "localhost:%d" % self.port
+
+  def log(self):
+    self._log.flush()
+    with open(self.log_path) as f:
+      return f.read()
+
+  def stop(self):
+    if self.proc.poll() is None:
+      self.proc.terminate()
+      self.proc.wait(timeout=30)
+    self._log.close()
+
+
 def pipeline_options(server, *args):
   """Beam pipeline options that submit to server with a LOOPBACK worker."""
   from apache_beam.options.pipeline_options import PipelineOptions

@@ -16,6 +16,7 @@ import (
 
 	"github.com/weir-runner/weir/checkpoint"
 	"github.com/weir-runner/weir/executor"
+	"github.com/weir-runner/weir/internal/contain"
 	"github.com/weir-runner/weir/state"
 )
 
@@ -132,6 +133,9 @@ type jobCheckpoints struct {
 	declinedIn checkpoint.ID
 	stop       context.CancelFunc
 	done       chan struct{} // closed when the driver returns
+	// fail fails the job: a panic on the driver's or a writer's goroutine
+	// (panic.go).
+	fail func(error)
 }
 
 type snapKey struct {
@@ -168,17 +172,17 @@ func startCheckpoints(j *Job, cfg *checkpointConfig, g *executor.Graph, store *s
 	}
 	c := &jobCheckpoints{j: j, store: store, storage: storage, barriers: make(chan executor.BarrierID),
 		namespaces: namespaces, snaps: map[snapKey]*state.Snapshot{}, done: make(chan struct{}), graph: g, shape: cfg.graph,
-		writing: map[checkpoint.Task]chan struct{}{}}
+		writing: map[checkpoint.Task]chan struct{}{}, fail: fail}
 	c.driver = checkpoint.NewDriver(checkpoint.DriverConfig{Coordinator: coord,
 		Trigger: c.trigger, Store: c.commit, Abort: c.abort, Finished: c.finished})
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stop = cancel
-	go func() {
-		defer close(c.done)
+	goContained(contain.CheckpointDriver, fail, c.done, func() {
+		contain.At(contain.CheckpointDriver, string(j.ID))
 		if err := c.driver.Run(ctx); err != nil {
 			fail(err)
 		}
-	}()
+	})
 	j.Metrics.AddSource(c.monitoringInfos)
 	j.Logf(jobpb.JobMessage_JOB_MESSAGE_BASIC, "checkpoints every %v (%v) into %s", cfg.coord.Interval, cfg.coord.Mode, cfg.dir)
 	return c, nil
@@ -269,9 +273,10 @@ func (c *jobCheckpoints) Done(r executor.BarrierRecord) {
 		}
 		return
 	}
-	go func() {
+	goContained(contain.CheckpointWriter, c.fail, nil, func() {
 		defer c.async.Done()
 		defer close(written)
+		contain.At(contain.CheckpointWriter, string(c.j.ID))
 		ack, err := c.write(w, r, sn)
 		if err != nil {
 			c.mu.Lock()
@@ -281,7 +286,7 @@ func (c *jobCheckpoints) Done(r executor.BarrierRecord) {
 			return
 		}
 		c.driver.Ack(ack)
-	}()
+	})
 }
 
 // subtaskMeta is what a manifest records of each subtask besides files.
@@ -387,11 +392,11 @@ func (c *jobCheckpoints) Finished(node, sub int) {
 		c.driver.Finished(task)
 		return
 	}
-	go func() {
+	goContained(contain.CheckpointEnded, c.fail, nil, func() {
 		defer c.async.Done()
 		<-written
 		c.driver.Finished(task)
-	}()
+	})
 }
 
 // commit makes a checkpoint every subtask acknowledged visible.

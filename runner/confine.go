@@ -24,7 +24,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/weir-runner/weir/fileio"
+	"github.com/weir-runner/weir/connector"
 	"github.com/weir-runner/weir/fnapi"
 	"github.com/weir-runner/weir/joboptions"
 )
@@ -148,17 +148,22 @@ func (c *Confinement) pathErrors(p *pipepb.Pipeline, opts *joboptions.Options, s
 	for _, pv := range opts.Paths() {
 		check("option --"+pv.Option, pv.Path)
 	}
+	// Connectors that read or write files say which (connector.Paths).
 	comps := p.GetComponents()
 	for _, id := range sortedKeys(comps.GetTransforms()) {
 		t := comps.GetTransforms()[id]
-		if t.GetSpec().GetUrn() != fileio.WriteURN {
+		conn, _ := connectors().Lookup(t.GetSpec().GetUrn())
+		paths, ok := conn.(connector.Paths)
+		if !ok {
 			continue
 		}
-		cfg, err := fileio.DecodeWrite(t.GetSpec().GetPayload())
+		ps, err := paths.Paths(&connector.Transform{ID: id, Proto: t, Components: comps})
 		if err != nil {
 			continue // translation reports it
 		}
-		check(fmt.Sprintf("file write %q dir", id), cfg.Dir)
+		for _, what := range sortedKeys(ps) {
+			check(fmt.Sprintf("transform %q (%s) %s", id, t.GetSpec().GetUrn(), what), ps[what])
+		}
 	}
 	return errs
 }

@@ -92,11 +92,11 @@ func TestConfinementAtPrepare(t *testing.T) {
 			want: []string{"--weir_dead_letter"}},
 		{name: "state dir allowed", conf: Confinement{AllowedDirs: []string{allowed}}, options: map[string]string{"weir_checkpoint_dir": filepath.Join(state, "jobs", "x"), "weir_checkpoint_interval": "10s"}},
 		{name: "file write outside", conf: dirs, fileDir: outside,
-			want: []string{`file write "out" dir`, outside, allowed}},
+			want: []string{`transform "out" (beam:transform:weir:file_write:v1) dir`, outside, allowed}},
 		{name: "file write inside", conf: dirs, fileDir: filepath.Join(allowed, "out")},
 		{name: "unconfined", command: boot, fileDir: outside, options: map[string]string{"weir_dead_letter": filepath.Join(outside, "late.jsonl")}},
 		{name: "both refused", conf: Confinement{RestrictProcess: true, AllowedDirs: []string{allowed}}, command: boot, fileDir: outside,
-			want: []string{boot, `file write "out"`}},
+			want: []string{boot, `transform "out" (beam:transform:weir:file_write:v1) dir`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testCtx(t)

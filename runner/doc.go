@@ -58,4 +58,15 @@
 // A blank import of this package registers the Beam Go SDK runner "weir":
 // it starts one Server per process on a free localhost port and submits
 // through the universal runner with a LOOPBACK environment.
+// With --endpoint it submits to that server instead; if the WEIR_TLS* or
+// WEIR_TOKEN* environment variables are set (package secure), through a
+// proxy in this process (package proxy), since the universal runner dials
+// in plaintext without a token.
+//
+// # Access
+//
+// ServerOptions.Access and HTTPOptions.Access (a *secure.Policy) are the
+// TLS, client certificates and token the job service and the HTTP side
+// require; their checks run before any handler. Nil requires nothing, as
+// the in-process server, which listens on loopback only.
 package runner

@@ -15,8 +15,10 @@ import (
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 
 	"github.com/weir-runner/weir/checkpoint"
+	"github.com/weir-runner/weir/connector"
 	"github.com/weir-runner/weir/executor"
 	"github.com/weir-runner/weir/fnapi"
+	"github.com/weir-runner/weir/internal/contain"
 	"github.com/weir-runner/weir/state"
 	"github.com/weir-runner/weir/translate"
 	"github.com/weir-runner/weir/triggers"
@@ -45,6 +47,15 @@ type LocalExecutor struct {
 	// NoMetrics turns off the subtasks' counts and the job's sampling
 	// (observe.go): the job's view then has its state and messages only.
 	NoMetrics bool
+	// FnAPIHost is the interface each job's Fn API server (the SDK
+	// workers' control, data, state and logging) listens on; empty means
+	// fnapi's default, loopback. The Fn API has no TLS nor token: Beam's
+	// SDK harnesses dial it in plaintext (docs/security.md).
+	FnAPIHost string
+	// Connectors are the runner-native transforms jobs may use; default
+	// weir's (connector/all). A confined server checks the paths of
+	// weir's connectors only.
+	Connectors *connector.Registry
 }
 
 // NewLocalExecutor returns the executor that runs jobs in this process.
@@ -61,9 +72,12 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		return err
 	}
 	opts, err := translateOptions(j, translate.Options{NoLift: e.NoLift, FixedPrecombine: e.FixedPrecombine,
-		NoUnlift: e.NoUnlift})
+		NoUnlift: e.NoUnlift, Connectors: e.Connectors})
 	if err != nil {
 		return err
+	}
+	if opts.Connectors == nil {
+		opts.Connectors = connectors()
 	}
 	// A checkpoint would have to keep which form each combine's shuffle
 	// holds; jobs that take them keep their combines lifted.
@@ -75,9 +89,15 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 	if err != nil {
 		return err
 	}
+	// A panic on one of the job's own goroutines (the sampler, the
+	// checkpoint driver and writers) fails the job through failJob, with
+	// the panic as the cause; the job's id in ctx is for contain's test
+	// hook.
+	ctx, failJob := context.WithCancelCause(contain.WithJob(ctx, string(j.ID)))
+	defer failJob(nil)
 	fn, err := fnapi.NewServer(fnapi.Options{
 		JobID: string(j.ID), JobName: j.Name, PipelineOptions: j.Options,
-		Artifacts: NewArtifactRetrieval(j), Dependencies: j.Artifacts,
+		Artifacts: NewArtifactRetrieval(j), Dependencies: j.Artifacts, Host: e.FnAPIHost,
 		OnLog: func(worker string, le *fnpb.LogEntry) {
 			if echoesJobMessages(le) {
 				return
@@ -123,7 +143,10 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		j.observed.Store(obs)
 		obsCtx, stopObs := context.WithCancel(context.Background())
 		obsDone := make(chan struct{})
-		go func() { defer close(obsDone); obs.run(obsCtx) }()
+		goContained(contain.Sampler, failJob, obsDone, func() {
+			contain.At(contain.Sampler, string(j.ID))
+			obs.run(obsCtx)
+		})
 		// Deferred before the store closes, so the last sample reads it open.
 		defer func() { stopObs(); <-obsDone }()
 	}
@@ -145,12 +168,9 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		if rp != nil {
 			g.Restore = rp.subtask
 		}
-		runCtx, cancel := context.WithCancelCause(ctx)
-		defer cancel(nil)
-		ctx = runCtx
 		ck, err = startCheckpoints(j, ckCfg, g, store, func(node, sub int) []string {
 			return stageNamespaces(plan.Stages[node], sub)
-		}, func(err error) { cancel(err) })
+		}, failJob)
 		if err != nil {
 			return err
 		}
@@ -172,7 +192,7 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 			j.Logf(jobpb.JobMessage_JOB_MESSAGE_WARNING, "%v", err)
 		}
 	}
-	if cause := context.Cause(ctx); err != nil && errors.Is(cause, checkpoint.ErrTooManyFailures) {
+	if cause := context.Cause(ctx); err != nil && (errors.Is(cause, checkpoint.ErrTooManyFailures) || panicked(cause)) {
 		// Not the error of whichever subtask saw the cancellation first.
 		return cause
 	}
@@ -247,10 +267,6 @@ func importance(s fnpb.LogEntry_Severity_Enum) jobpb.JobMessage_MessageImportanc
 // testHookStore, if set, is handed each job's store once it is open.
 var testHookStore func(*state.Store)
 
-// testHookTestStream, if set, is handed each TestStream source before its
-// job runs (crash tests set its Before).
-var testHookTestStream func(*Job, *executor.TestStream)
-
 // buildGraph makes one executor node per stage.
 func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, store *state.Store, j *Job, late *executor.LateData, held *heldGroups, parallelism int) (*executor.Graph, error) {
 	spread, err := spreadWarning(j)
@@ -263,13 +279,11 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 	}
 	g := &executor.Graph{SpreadWarning: spread, Warn: graphWarn(j, plan)}
 	nodeOf := map[translate.StageID]int{}
-	// A TestStream's events must be seen in the order it replays them:
-	// elements sent before a processing-time advance must reach a trigger
-	// before it. Subtasks in parallel reorder them (a consumer's processing
-	// time is the minimum over its channels), so such jobs run one subtask
-	// per stage.
+	// A connector may need the job to run one subtask per stage: a
+	// TestStream's events must be seen in the order it replays them, and
+	// subtasks in parallel reorder them.
 	for _, s := range plan.Stages {
-		if s.Kind == translate.KindTestStream {
+		if placement(s).Serial {
 			parallelism = 1
 		}
 	}
@@ -277,7 +291,7 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 	if err != nil {
 		return nil, err
 	}
-	var kj *kafkaJob // made for the first Kafka stage
+	svc := newJobServices(j)
 	metricsFn := func(infos []*pipepb.MonitoringInfo, committed bool) {
 		if committed {
 			j.Metrics.Commit(infos)
@@ -297,7 +311,7 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 			switch {
 			case in.Side != nil:
 				ni.Port, ni.Partition = i, executor.Broadcast
-			case s.Kind == translate.KindGBK || s.Stateful != nil:
+			case s.Kind == translate.KindGBK || s.Stateful != nil || placement(s).Keyed:
 				if src.Key == nil {
 					return nil, fmt.Errorf("stage %s: keyed input %s is not a KV", s.Name, src.Name)
 				}
@@ -305,26 +319,10 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 			}
 			n.Inputs = append(n.Inputs, ni)
 		}
-		if twoPhase(s) { // runner/commit.go
-			if err := twoPhaseNode(n, s, plan, store, j); err != nil {
-				return nil, err
-			}
-			nodeOf[s.ID] = len(g.Nodes)
-			g.Nodes = append(g.Nodes, n)
-			continue
-		}
 		switch s.Kind {
 		case translate.KindImpulse:
 			n.Parallelism = 1
 			n.NewSource = func(int, *executor.Output) (executor.Source, error) { return executor.Impulse{}, nil }
-		case translate.KindTestStream:
-			n.Parallelism = 1
-			src := testStreamSource(s)
-			if testHookTestStream != nil {
-				testHookTestStream(j, src)
-			}
-			n.NewSource = func(int, *executor.Output) (executor.Source, error) { return src, nil }
-			n.Arrivals = late.Source(s.Transforms[0], s.Name)
 		case translate.KindFlatten:
 			if len(n.Inputs) == 0 { // Flatten.pCollections() of an empty list
 				n.Parallelism = 1
@@ -332,15 +330,9 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 				break
 			}
 			n.New = func(_ int, out *executor.Output) (executor.Operator, error) { return &executor.Flatten{Out: out}, nil }
-		case translate.KindKafkaRead, translate.KindKafkaWrite:
-			if kj == nil {
-				kj = newKafkaJob(j)
-			}
-			if err := kj.node(n, s, plan); err != nil {
+		case translate.KindNative:
+			if err := nativeNode(n, s, plan, store, svc, late); err != nil { // runner/connectors.go
 				return nil, err
-			}
-			if s.Kind == translate.KindKafkaRead {
-				n.Arrivals = late.Source(s.Transforms[0], s.Name)
 			}
 		case translate.KindGBK:
 			in := plan.PColls[s.MainInput()]

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weir-runner/weir/jobview"
+	"github.com/weir-runner/weir/secure"
 	"github.com/weir-runner/weir/telemetry"
 	"github.com/weir-runner/weir/webui"
 )
@@ -20,6 +21,9 @@ type HTTPOptions struct {
 	Telemetry telemetry.Options
 	// Logger receives errors of the HTTP server; nil means slog.Default().
 	Logger *slog.Logger
+	// Access is the TLS and tokens every request needs, /metrics's too
+	// (package secure); nil asks for none.
+	Access *secure.Policy
 }
 
 // HTTPService is a job server's HTTP side: Prometheus text at /metrics,
@@ -52,14 +56,24 @@ func StartHTTP(ctx context.Context, s *Server, addr string, opts HTTPOptions) (*
 	mux.Handle("GET /metrics", prov.Handler())
 	webui.Register(mux, uiBackend{s})
 	h := &HTTPService{lis: lis, prov: prov, done: make(chan struct{}),
-		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
+		srv: &http.Server{Handler: recoverHTTP(log, opts.Access.Handler("http", protectFromOtherSites(mux))), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
 	go func() {
 		defer close(h.done)
-		if err := h.srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := h.srv.Serve(opts.Access.WrapListener(lis)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("weir: http server stopped", "addr", lis.Addr().String(), "err", err)
 		}
 	}()
 	return h, nil
+}
+
+// protectFromOtherSites refuses the UI's actions (cancel, drain,
+// savepoint: POSTs) when a browser says another site sent them: a page
+// elsewhere must not act with the credentials the browser holds for this
+// one (Basic credentials it prompted for, a client certificate) or with
+// the reach of a browser on the server's network. Clients that are not
+// browsers send neither Sec-Fetch-Site nor Origin and pass.
+func protectFromOtherSites(h http.Handler) http.Handler {
+	return http.NewCrossOriginProtection().Handler(h)
 }
 
 // Addr is the address the service listens on.

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal"
 
 	"github.com/weir-runner/weir/joboptions"
+	"github.com/weir-runner/weir/proxy"
 )
 
 func init() {
@@ -27,12 +28,19 @@ var inProcess struct {
 	sync.Mutex
 	server *Server
 	http   *HTTPService // serves --weir_http_addr, once set
+	// proxy forwards to a secured --endpoint (secure.go); proxyAddr is
+	// its address, which replaced the endpoint.
+	proxy     *proxy.Proxy
+	proxyAddr string
 }
 
 // Execute runs p on weir, as `--runner=weir`. Unless --endpoint names a job
 // server, it starts one in this process on a free localhost port (once,
 // then reuses it) and submits through Beam's universal runner; the
 // environment defaults to LOOPBACK so SDK workers run inside this process.
+// A server named by --endpoint that requires TLS or a token is reached
+// through a proxy in this process, configured by the WEIR_TLS* and
+// WEIR_TOKEN* environment variables (secure.go).
 func Execute(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
 	if !beam.Initialized() {
 		return nil, errors.New("weir: beam.Init() must be called before running a pipeline")
@@ -62,6 +70,8 @@ func configureInProcess() error {
 		}
 		inProcess.server = s
 		*jobopts.Endpoint = s.Endpoint()
+	} else if err := proxyEndpoint(); err != nil {
+		return err
 	}
 	if err := serveInProcessHTTP(); err != nil {
 		return err

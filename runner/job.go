@@ -12,8 +12,8 @@ import (
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/weir-runner/weir/connector"
 	"github.com/weir-runner/weir/joboptions"
-	"github.com/weir-runner/weir/kafka"
 	"github.com/weir-runner/weir/metrics"
 )
 
@@ -94,9 +94,10 @@ type Job struct {
 	stagedBytes int64
 	slot        bool
 	// observed samples the job's figures while it runs and keeps the last
-	// sample after (observe.go); kafka is its Kafka readers, if any.
+	// sample after (observe.go); splits report its sources' splits
+	// (connectors.go), if any.
 	observed atomic.Pointer[observer]
-	kafka    atomic.Pointer[kafka.Metrics]
+	splits   atomic.Pointer[[]connector.SplitReporter]
 }
 
 // RequestDrain asks the job to finish early without losing data: sources

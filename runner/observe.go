@@ -7,7 +7,6 @@ import (
 
 	"github.com/weir-runner/weir/executor"
 	"github.com/weir-runner/weir/jobview"
-	"github.com/weir-runner/weir/kafka"
 	"github.com/weir-runner/weir/state"
 	"github.com/weir-runner/weir/translate"
 )
@@ -33,7 +32,6 @@ type observer struct {
 	store   *state.Store
 
 	mu         sync.Mutex
-	kafka      *kafka.Metrics  // the job's Kafka readers, once it has any (Job.kafka)
 	ck         *jobCheckpoints // set while checkpoints run
 	last       *jobview.Job    // the newest sample
 	prev       map[[2]int]jobview.Counts
@@ -96,7 +94,7 @@ func (o *observer) sample(now time.Time) {
 		o.stateAt = now
 	}
 	v.Stages, v.Edges = o.stages(now, v.Interval)
-	v.Partitions, v.Alignment = o.kafkaView(now)
+	v.Partitions, v.Alignment = o.splitView(now)
 	v.Checkpoints = o.checkpointView(now)
 	v.Late = o.lateView()
 	v.Workers = o.workerView()

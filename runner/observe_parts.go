@@ -18,30 +18,21 @@ func (o *observer) stageOfTransform(id string) string {
 	return id
 }
 
-// kafkaView reads the Kafka readers' partitions and alignment groups.
-func (o *observer) kafkaView(now time.Time) ([]jobview.Partition, []jobview.Alignment) {
-	if o.kafka == nil {
-		o.kafka = o.j.kafka.Load()
-	}
-	if o.kafka == nil {
+// splitView reads the sources' splits (Kafka partitions) and alignment
+// groups from what their connectors report (Job.splits).
+func (o *observer) splitView(now time.Time) ([]jobview.Partition, []jobview.Alignment) {
+	rs := o.j.splits.Load()
+	if rs == nil {
 		return nil, nil
 	}
 	var parts []jobview.Partition
-	for _, src := range o.kafka.Sources() {
-		stage := o.stageOfTransform(src.Transform)
-		for _, p := range src.Partitions {
-			jp := jobview.Partition{Source: stage, Subtask: src.Subtask, Topic: p.Topic, Partition: p.Partition,
-				Watermark: int64(p.Watermark), Next: p.Next, Consumed: p.Read, Lag: p.Lag, Paused: p.Paused, Idle: p.Idle}
-			if p.Lag > 0 && !p.LastTimestamp.IsZero() {
-				jp.LagSeconds = max(now.Sub(p.LastTimestamp).Seconds(), 0)
-			}
-			parts = append(parts, jp)
-		}
-	}
 	var groups []jobview.Alignment
-	for name, a := range o.kafka.Alignments() {
-		groups = append(groups, jobview.Alignment{Group: name, Bound: int64(a.Bound),
-			Spread: a.Spread().Seconds(), Paused: a.Paused})
+	for _, r := range *rs {
+		for _, p := range r.Splits(now) {
+			p.Source = o.stageOfTransform(p.Source)
+			parts = append(parts, p)
+		}
+		groups = append(groups, r.Alignments()...)
 	}
 	return parts, groups
 }

@@ -164,14 +164,18 @@ func runRestoreJobOf(t *testing.T, p *beam.Pipeline, name, run string, opts map[
 	}
 	var mu sync.Mutex
 	var job *Job
-	testHookTestStream = func(j *Job, ts *executor.TestStream) {
+	testHookSource = func(j *Job, src executor.Source) {
+		ts, ok := src.(*executor.TestStream)
+		if !ok {
+			return
+		}
 		mu.Lock()
 		job = j
 		mu.Unlock()
 		streamJob.Store(j)
 		ts.Before = before
 	}
-	defer func() { testHookTestStream = nil }()
+	defer func() { testHookSource = nil }()
 	beam.Init()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -13,6 +13,8 @@ import (
 
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	"google.golang.org/grpc"
+
+	"github.com/weir-runner/weir/secure"
 )
 
 // ErrServerClosed is returned by Serve and Start after Stop, and by RPCs that
@@ -48,6 +50,9 @@ type ServerOptions struct {
 	StateDir string
 	// Confinement limits what jobs may make the server do (confine.go).
 	Confinement
+	// Access is the TLS and tokens the job service's clients need (package
+	// secure); nil asks for none, as the in-process runner's server.
+	Access *secure.Policy
 }
 
 // EnsureDefaults fills in the zero fields that have defaults.
@@ -105,8 +110,11 @@ func NewServer(exec Executor, opts ServerOptions) *Server {
 		opts: opts,
 		// Pipelines with large serialized functions exceed gRPC's 4 MiB
 		// default, in both directions (Prepare and GetPipeline).
-		grpc: grpc.NewServer(grpc.MaxRecvMsgSize(opts.maxRecvMsgSize()), grpc.MaxSendMsgSize(math.MaxInt32),
-			grpc.ChainUnaryInterceptor(recoverUnary(opts.Logger)), grpc.ChainStreamInterceptor(recoverStream(opts.Logger))),
+		// The access policy's interceptors come first: a request without
+		// a valid token reaches nothing else.
+		grpc: grpc.NewServer(append(opts.Access.GRPCServerOptions("job service"),
+			grpc.MaxRecvMsgSize(opts.maxRecvMsgSize()), grpc.MaxSendMsgSize(math.MaxInt32),
+			grpc.ChainUnaryInterceptor(recoverUnary(opts.Logger)), grpc.ChainStreamInterceptor(recoverStream(opts.Logger)))...),
 	}
 	s.mu.preps = map[string]*preparation{}
 	s.mu.byToken = map[string]*preparation{}

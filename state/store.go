@@ -10,6 +10,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/weir-runner/weir/internal/contain"
 )
 
 // Options configure a Store.
@@ -100,9 +102,13 @@ func (s *Store) commit(b *pebble.Batch, what string) error {
 	s.inflight.Add(1)
 	go func() {
 		defer s.inflight.Add(-1)
-		err := b.Commit(pebble.NoSync)
-		b.Close()
-		done <- err
+		// A panic in Pebble (a batch misused) fails this write, and so
+		// the job, not the process.
+		done <- contain.Call(func() error {
+			err := b.Commit(pebble.NoSync)
+			b.Close()
+			return err
+		})
 	}()
 	select {
 	case err := <-done:

@@ -164,11 +164,36 @@ func (w *TriggerWindows) Values(id WindowID, fn func(v []byte) error) error {
 	return w.scan(p, prefixEnd(p), func(_, v []byte) error { return fn(v) })
 }
 
-// ClearValues removes the window's values and keeps its metadata.
+// ClearValues removes the window's values and keeps its metadata: with
+// point deletions when there are at most maxPointDeletes, as a user state
+// transaction clears a cell (userstate.go), since every range deletion in
+// the pending batch is fragmented again by each later read of it.
 func (w *TriggerWindows) ClearValues(id WindowID) error {
-	p := w.valuePrefix(w.buf[:0], id)
-	w.buf = p
-	if err := w.b().DeleteRange(p, prefixEnd(p), nil); err != nil {
+	p := bytes.Clone(w.valuePrefix(w.buf[:0], id))
+	var keys [][]byte
+	over := false
+	err := w.scan(p, prefixEnd(p), func(k, _ []byte) error {
+		if len(keys) == maxPointDeletes {
+			over = true
+			return errStopScan
+		}
+		keys = append(keys, bytes.Clone(k))
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopScan) {
+		return err
+	}
+	b := w.b()
+	if over {
+		err = b.DeleteRange(p, prefixEnd(p), nil)
+	}
+	for _, k := range keys {
+		if err != nil || over {
+			break
+		}
+		err = b.Delete(k, nil)
+	}
+	if err != nil {
 		return fmt.Errorf("state: clear window values: %w", err)
 	}
 	return w.maybeFlush()

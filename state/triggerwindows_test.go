@@ -150,3 +150,47 @@ func TestTriggerWindowsSpillAndExpire(t *testing.T) {
 		t.Errorf("All saw %d windows, want %d", all, windows/2)
 	}
 }
+
+// TestClearValuesOfSmallWindowsAddsNoRangeDeletion fires and clears many
+// small windows between flushes, as a discarding trigger over many keys
+// does: their values must go by point deletions (each range deletion in
+// the pending batch is fragmented again by every later read), and read
+// back empty, with new values after; a window of more than
+// maxPointDeletes values is cleared by one range deletion.
+func TestClearValuesOfSmallWindowsAddsNoRangeDeletion(t *testing.T) {
+	w := memStore(t).NewTriggerWindows("gbk/0")
+	for i := range 100 {
+		id := winID(1, 99, fmt.Sprint("k", i), "W")
+		w.Append(id, []byte("old"))
+		if err := w.ClearValues(id); err != nil {
+			t.Fatal(err)
+		}
+		w.Append(id, []byte("new"))
+	}
+	big := winID(1, 99, "big", "W")
+	for range maxPointDeletes + 1 {
+		w.Append(big, []byte("x"))
+	}
+	if n := batchRangeDeletions(t, w.batch); n != 0 {
+		t.Fatalf("%d range deletions for clears of one-value windows", n)
+	}
+	if err := w.ClearValues(big); err != nil {
+		t.Fatal(err)
+	}
+	if n := batchRangeDeletions(t, w.batch); n != 1 {
+		t.Fatalf("%d range deletions after clearing %d values, want 1", n, maxPointDeletes+1)
+	}
+	for _, when := range []string{"before flush", "after flush"} {
+		for i := range 100 {
+			if got := values(t, w, winID(1, 99, fmt.Sprint("k", i), "W")); got != "new" {
+				t.Fatalf("%s: window %d holds %q", when, i, got)
+			}
+		}
+		if got := values(t, w, big); got != "" {
+			t.Fatalf("%s: cleared big window holds %q", when, got)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -453,3 +453,67 @@ func TestNamespaceBytes(t *testing.T) {
 		t.Errorf("namespaces add up to %d bytes, user state alone is %d", sum, total)
 	}
 }
+
+// TestClearOfSmallCellsAddsNoRangeDeletion rewrites many value-like cells
+// in one transaction, as a bundle over many keys of a value state does:
+// clear, then append. The clears must be point deletions (a range
+// deletion in the batch is fragmented again by every later read of the
+// transaction), and the cells must read back their new values, also after
+// commit; a cell of more than maxPointDeletes records is still cleared,
+// by one range deletion.
+func TestClearOfSmallCellsAddsNoRangeDeletion(t *testing.T) {
+	u := openMem(t).NewUserState("s")
+	tx := u.Begin()
+	for i := range 200 {
+		c := cell(fmt.Sprint(i), "")
+		tx.BagAppend(c, 100, []byte("old"))
+		if err := tx.BagClear(c); err != nil {
+			t.Fatal(err)
+		}
+		tx.BagAppend(c, 100, []byte(fmt.Sprint("new", i)))
+	}
+	big := cell("big", "")
+	for range maxPointDeletes + 1 {
+		tx.BagAppend(big, 100, []byte("x"))
+	}
+	if n := batchRangeDeletions(t, tx.batch); n != 0 {
+		t.Fatalf("%d range deletions for clears of one-record cells", n)
+	}
+	if err := tx.BagClear(big); err != nil {
+		t.Fatal(err)
+	}
+	if n := batchRangeDeletions(t, tx.batch); n != 1 {
+		t.Fatalf("%d range deletions after clearing a cell of %d records, want 1", n, maxPointDeletes+1)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	tx = u.Begin()
+	defer tx.Abort()
+	for i := range 200 {
+		if got, _ := tx.BagRead(cell(fmt.Sprint(i), "")); string(got) != fmt.Sprint("new", i) {
+			t.Fatalf("cell %d reads %q", i, got)
+		}
+	}
+	if got, _ := tx.BagRead(big); len(got) != 0 {
+		t.Fatalf("cleared big cell reads %q", got)
+	}
+}
+
+func batchRangeDeletions(t *testing.T, b *pebble.Batch) int {
+	t.Helper()
+	n := 0
+	r := b.Reader()
+	for {
+		kind, _, _, ok, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return n
+		}
+		if kind == pebble.InternalKeyKindRangeDelete {
+			n++
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/weir-runner/weir/connector"
 	"github.com/weir-runner/weir/wire"
 )
 
@@ -24,6 +25,10 @@ type Options struct {
 	// NoUnlift keeps lifted combines lifted: without it, the plan lists
 	// those the runner may run unlifted after all (Plan.Unlifts).
 	NoUnlift bool
+	// Connectors are the runner-native transforms weir runs besides the
+	// model's primitives; a transform of another URN runs in an SDK or is
+	// refused.
+	Connectors *connector.Registry
 }
 
 // Build validates p and turns it into a plan. Every problem found is
@@ -43,6 +48,8 @@ func Build(p *pipepb.Pipeline, opts Options) (*Plan, error) {
 		noUnlift:  opts.NoUnlift || opts.FixedPrecombine,
 		lifted:    map[string]liftedCombine{},
 		sdkSide:   map[string]bool{},
+		conns:     opts.Connectors,
+		natives:   map[string]connector.Config{},
 	}
 	if b.comps.Coders == nil {
 		b.comps.Coders = map[string]*pipepb.Coder{}
@@ -56,7 +63,7 @@ func Build(p *pipepb.Pipeline, opts Options) (*Plan, error) {
 	if leaves, err = b.recodeFlattenInputs(leaves); err != nil {
 		return nil, err
 	}
-	if leaves, err = b.recodeTestStreams(leaves); err != nil {
+	if leaves, err = b.recodeNativeOutputs(leaves); err != nil {
 		return nil, err
 	}
 	leaves = b.expandSDFs(leaves)
@@ -68,7 +75,9 @@ func Build(p *pipepb.Pipeline, opts Options) (*Plan, error) {
 		return nil, fmt.Errorf("translate: pipeline not supported by weir:\n  %w", joinErrs(errs))
 	}
 	for _, id := range leaves {
-		if !b.placeKafka(id) {
+		if cfg, ok := b.natives[id]; ok {
+			b.placeNative(id, cfg)
+		} else {
 			b.place(id)
 		}
 	}
@@ -136,6 +145,10 @@ type builder struct {
 	// sdkSide marks transforms of runner-native URNs that run in an SDK
 	// all the same (the Flattens that convert coders, flatten.go).
 	sdkSide map[string]bool
+	// conns are the connectors (Options.Connectors); natives holds each
+	// connector transform's decoded configuration (native.go).
+	conns   *connector.Registry
+	natives map[string]connector.Config
 }
 
 // leaves returns the leaf transforms under roots in topological order.

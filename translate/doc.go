@@ -14,8 +14,11 @@
 // reader runs, so its reader starts a stage of its own), or it processes
 // SDF restrictions (so that restrictions can be re-queued and split).
 //
-// A TestStream is a runner-native source too: its payload is decoded and
-// checked at submission (teststream.go), and its stage replays the events.
+// Connectors (Options.Connectors, package connector) add runner-native
+// sources and sinks: Kafka, files, TestStream. A transform whose URN a
+// connector claims is decoded once by it, at submission, and becomes a
+// stage of its own (KindNative) that carries the decoded configuration;
+// translate knows no connector by name (native.go).
 //
 // Unsupported features fail Build with an error that names the transform
 // and the URN; weir never runs a pipeline it would run wrong.

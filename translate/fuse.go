@@ -16,7 +16,7 @@ func (b *builder) place(id string) {
 	t := b.comps.Transforms[id]
 	urn := t.GetSpec().GetUrn()
 	if isNative(urn) && !b.sdkSide[id] {
-		s := b.newStage(id, map[string]Kind{URNImpulse: KindImpulse, URNGBK: KindGBK, URNFlatten: KindFlatten, URNReshuffle: KindFlatten, URNTestStream: KindTestStream}[urn])
+		s := b.newStage(id, map[string]Kind{URNImpulse: KindImpulse, URNGBK: KindGBK, URNFlatten: KindFlatten, URNReshuffle: KindFlatten}[urn])
 		for _, pc := range sortedValues(t.GetInputs()) {
 			s.Inputs = append(s.Inputs, Input{PColl: pc})
 		}
@@ -31,9 +31,6 @@ func (b *builder) place(id string) {
 			s.FinalAlways = ws.GetClosingBehavior() == pipepb.ClosingBehavior_EMIT_ALWAYS
 			s.OnTimeAlways = ws.GetOnTimeBehavior() == pipepb.OnTimeBehavior_FIRE_ALWAYS
 			s.Triggered = !isDefaultTrigger(ws.GetTrigger()) || ws.GetAllowedLateness() > 0
-		}
-		if urn == URNTestStream {
-			b.placeTestStream(s, id)
 		}
 		return
 	}

@@ -7,6 +7,8 @@ import (
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"github.com/apache/beam/sdks/v2/go/test/integration/primitives"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/weir-runner/weir/connector/all"
 )
 
 // FuzzBuild checks that a mutated pipeline proto, as a job server receives
@@ -16,6 +18,7 @@ func FuzzBuild(f *testing.F) {
 		marshal(f, scoped(primitives.CoGBK)()),
 		marshal(f, primitives.ParDoSideInput()),
 		marshal(f, scoped(primitives.Flatten)()),
+		marshal(f, scoped(primitives.TestStreamStrings)()),
 	} {
 		b, err := proto.Marshal(p)
 		if err != nil {
@@ -28,7 +31,7 @@ func FuzzBuild(f *testing.F) {
 		if err := proto.Unmarshal(b, &p); err != nil {
 			return
 		}
-		_, _ = Build(&p, Options{})
+		_, _ = Build(&p, Options{Connectors: all.Registry()})
 	})
 }
 

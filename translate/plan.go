@@ -3,8 +3,7 @@ package translate
 import (
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 
-	"github.com/weir-runner/weir/fileio"
-	"github.com/weir-runner/weir/kafkaio"
+	"github.com/weir-runner/weir/connector"
 	"github.com/weir-runner/weir/wire"
 )
 
@@ -16,18 +15,15 @@ type Kind int
 
 // Stage kinds.
 const (
-	KindImpulse    Kind = iota // runner: emits one empty element
-	KindSDK                    // fused transforms run by an SDK worker
-	KindGBK                    // runner: group by key and window
-	KindFlatten                // runner: merge inputs
-	KindTestStream             // runner: replays a TestStream's events
-	KindKafkaRead              // runner: reads Kafka partitions (kafkaio.ReadURN)
-	KindKafkaWrite             // runner: writes to a Kafka topic (kafkaio.WriteURN)
-	KindFileWrite              // runner: writes files with two-phase commit (fileio.WriteURN)
+	KindImpulse Kind = iota // runner: emits one empty element
+	KindSDK                 // fused transforms run by an SDK worker
+	KindGBK                 // runner: group by key and window
+	KindFlatten             // runner: merge inputs
+	KindNative              // runner: a connector's transform (Stage.Native)
 )
 
 func (k Kind) String() string {
-	return [...]string{"impulse", "sdk", "gbk", "flatten", "teststream", "kafka_read", "kafka_write", "file_write"}[k]
+	return [...]string{"impulse", "sdk", "gbk", "flatten", "native"}[k]
 }
 
 // Plan is a pipeline as weir executes it.
@@ -144,14 +140,9 @@ type Stage struct {
 	// still fire).
 	FinalAlways, OnTimeAlways bool
 
-	// TestStream stages: the events to replay.
-	TestStream *TestStream
-
-	// Kafka stages: the read's or the write's configuration.
-	KafkaRead  *kafkaio.ReadConfig
-	KafkaWrite *kafkaio.WriteConfig
-	// File writes: the configuration.
-	FileWrite *fileio.WriteConfig
+	// Native stages: the connector's transform, decoded, and its URN.
+	Native connector.Config
+	URN    string
 }
 
 // MainInput is the stage's main input PCollection, or "".

@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
-	"google.golang.org/protobuf/proto"
 
+	"github.com/weir-runner/weir/connector"
 	"github.com/weir-runner/weir/wire"
 )
 
@@ -81,35 +81,38 @@ func (b *builder) recodeEnv(producer, flattened string) string {
 	return ""
 }
 
-// recodeTestStreams lets a TestStream whose payload names another coder
-// than its output's run: Python encodes the events with the coder given to
-// TestStream and types the output by its hints, often pickled. The
-// TestStream then writes a PCollection of its payload's coder, read by an
-// SDK-side one-input Flatten that writes the original output in its own
-// coder, as for a Flatten's inputs (recodeFlattenInputs). It returns the
-// leaves with the new transforms, in topological order.
-func (b *builder) recodeTestStreams(leaves []string) ([]string, error) {
+// recodeNativeOutputs lets a connector's source whose elements are in
+// another coder than its output's run (connector.OutputCoder): Python
+// encodes a TestStream's events with the coder given to TestStream and
+// types the output by its hints, often pickled. The source then writes a
+// PCollection of its elements' coder, read by an SDK-side one-input
+// Flatten that writes the original output in its own coder, as for a
+// Flatten's inputs (recodeFlattenInputs). It returns the leaves with the
+// new transforms, in topological order.
+func (b *builder) recodeNativeOutputs(leaves []string) ([]string, error) {
 	added := false
 	for _, id := range leaves {
 		t := b.comps.Transforms[id]
-		if t.GetSpec().GetUrn() != URNTestStream || len(t.GetOutputs()) != 1 {
+		conn, ok := b.conns.Lookup(t.GetSpec().GetUrn())
+		oc, recodes := conn.(connector.OutputCoder)
+		if !ok || !recodes || len(t.GetOutputs()) != 1 {
 			continue
 		}
-		var pl pipepb.TestStreamPayload
-		if proto.Unmarshal(t.GetSpec().GetPayload(), &pl) != nil || b.comps.Coders[pl.GetCoderId()] == nil {
-			continue // validateTestStream says what is wrong
+		coder, ok := oc.OutputCoder(b.view(id))
+		if !ok || b.comps.Coders[coder] == nil {
+			continue // Decode says what is wrong
 		}
 		local := sortedKeys(t.GetOutputs())[0]
 		out := b.comps.Pcollections[t.GetOutputs()[local]]
-		if out == nil || b.sameCoder(out.GetCoderId(), pl.GetCoderId()) || b.lpOf(out.GetCoderId(), pl.GetCoderId()) {
+		if out == nil || b.sameCoder(out.GetCoderId(), coder) || b.lpOf(out.GetCoderId(), coder) {
 			continue
 		}
 		env := b.recodeEnv("", t.GetOutputs()[local])
 		if env == "" {
-			continue // validateTestStream refuses the coders
+			continue // Decode refuses the coders
 		}
 		raw := b.addPColl(t.GetOutputs()[local]+"/events", &pipepb.PCollection{UniqueName: out.GetUniqueName() + "/events",
-			CoderId: pl.GetCoderId(), IsBounded: out.GetIsBounded(), WindowingStrategyId: out.GetWindowingStrategyId()})
+			CoderId: coder, IsBounded: out.GetIsBounded(), WindowingStrategyId: out.GetWindowingStrategyId()})
 		leaves = append(leaves, b.addRecoder(id+"/recode", t.GetUniqueName()+"/Recode", raw, t.GetOutputs()[local], env))
 		t.Outputs[local] = raw
 		added = true

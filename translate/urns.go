@@ -12,7 +12,6 @@ const (
 	URNToString       = "beam:transform:to_string:v1"
 	URNCombinePerKey  = "beam:transform:combine_per_key:v1"
 	URNReshuffle      = "beam:transform:reshuffle:v1"
-	URNTestStream     = "beam:transform:teststream:v1"
 	URNPairWithRestr  = "beam:transform:sdf_pair_with_restriction:v1"
 	URNSplitAndSize   = "beam:transform:sdf_split_and_size_restrictions:v1"
 	URNProcessSized   = "beam:transform:sdf_process_sized_element_and_restrictions:v1"

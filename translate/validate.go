@@ -19,7 +19,7 @@ var sdkURNs = map[string]bool{
 }
 
 func isNative(urn string) bool {
-	return urn == URNImpulse || urn == URNGBK || urn == URNFlatten || urn == URNReshuffle || urn == URNTestStream
+	return urn == URNImpulse || urn == URNGBK || urn == URNFlatten || urn == URNReshuffle
 }
 
 // validate lists what weir cannot run about one leaf transform.
@@ -31,8 +31,6 @@ func (b *builder) validate(id string) []error {
 	switch {
 	case urn == URNReshuffle && (len(t.GetInputs()) != 1 || len(t.GetOutputs()) != 1):
 		return []error{fmt.Errorf("%s: a reshuffle needs one input and one output, has %d and %d", where, len(t.GetInputs()), len(t.GetOutputs()))}
-	case urn == URNTestStream:
-		return b.validateTestStream(id, where)
 	case isNative(urn) && !b.sdkSide[id]:
 	case sdkURNs[urn] || b.sdkSide[id]:
 		env, ok := b.comps.GetEnvironments()[b.env(id)]

@@ -25,9 +25,10 @@ type Pending struct {
 // The cells of a sink's namespace. One key group: a sink's output is not
 // keyed, and the namespace is the subtask's own.
 var (
-	recordsCell = state.Cell{Transform: "weir:sink", StateID: "pending"}
-	sealedCell  = state.Cell{Transform: "weir:sink", StateID: "sealed"}
-	runCell     = state.Cell{Transform: "weir:sink", StateID: "run"}
+	recordsCell  = state.Cell{Transform: "weir:sink", StateID: "pending"}
+	preparedCell = state.Cell{Transform: "weir:sink", StateID: "prepared"}
+	sealedCell   = state.Cell{Transform: "weir:sink", StateID: "sealed"}
+	runCell      = state.Cell{Transform: "weir:sink", StateID: "run"}
 )
 
 // NewPending returns the pending output kept under namespace ns (the sink
@@ -93,33 +94,39 @@ func (p *Pending) Sealed() (executor.BarrierID, error) {
 	return 0, fmt.Errorf("sink %s: sealed barrier record of %d bytes", p.name, len(b))
 }
 
-// Run returns the token of the sink's run: random, made at the first call
-// on a fresh store and kept in it, so a restored sink has the token of the
-// run it restores. A sink writes it with its marker: a marker with another
-// token was left by another run of the job (one started afresh, whose
-// checkpoints begin again at 1) and says nothing about this run's epochs.
-func (p *Pending) Run() (string, error) {
+// Lineage returns the token of the sink's line of runs: random, made at
+// the first call on a fresh store and kept in it, so a restored sink has
+// the lineage of the run it restores (Session.Lineage).
+func (p *Pending) Lineage() (string, error) {
 	t := p.us.Begin()
 	defer t.Abort()
 	b, err := t.BagRead(runCell)
 	if err != nil {
-		return "", fmt.Errorf("sink %s: read run token: %w", p.name, err)
+		return "", fmt.Errorf("sink %s: read lineage token: %w", p.name, err)
 	}
 	if len(b) > 0 {
 		return string(b), nil
 	}
-	var r [8]byte
-	if _, err := rand.Read(r[:]); err != nil {
-		return "", fmt.Errorf("sink %s: make run token: %w", p.name, err)
+	tok, err := NewToken()
+	if err != nil {
+		return "", fmt.Errorf("sink %s: make lineage token: %w", p.name, err)
 	}
-	tok := hex.EncodeToString(r[:])
 	if err := t.BagAppend(runCell, never, []byte(tok)); err != nil {
-		return "", fmt.Errorf("sink %s: keep run token: %w", p.name, err)
+		return "", fmt.Errorf("sink %s: keep lineage token: %w", p.name, err)
 	}
 	if err := t.Commit(); err != nil {
-		return "", fmt.Errorf("sink %s: keep run token: %w", p.name, err)
+		return "", fmt.Errorf("sink %s: keep lineage token: %w", p.name, err)
 	}
 	return tok, nil
+}
+
+// NewToken returns a random token of 16 hexadecimal digits.
+func NewToken() (string, error) {
+	var r [8]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(r[:]), nil
 }
 
 // Read calls fn with every value of the epochs in [lo, hi), epoch by
@@ -136,10 +143,50 @@ func (p *Pending) Read(lo, hi executor.BarrierID, fn func(epoch executor.Barrier
 	return nil
 }
 
-// Delete removes every epoch below id.
+// Prepare keeps the committable of epoch, prepared by run.
+func (p *Pending) Prepare(epoch executor.BarrierID, run string, committable []byte) error {
+	v := binary.AppendUvarint(nil, uint64(len(run)))
+	v = append(append(v, run...), committable...)
+	t := p.us.Begin()
+	if err := t.OrderedAppend(preparedCell, never, int64(epoch), v); err != nil {
+		t.Abort()
+		return fmt.Errorf("sink %s: keep committable of epoch %d: %w", p.name, epoch, err)
+	}
+	if err := t.Commit(); err != nil {
+		return fmt.Errorf("sink %s: keep committable of epoch %d: %w", p.name, epoch, err)
+	}
+	return nil
+}
+
+// Prepared returns the committables of the epochs in [lo, hi), in epoch
+// order.
+func (p *Pending) Prepared(lo, hi executor.BarrierID) ([]Committable, error) {
+	t := p.us.Begin()
+	defer t.Abort()
+	var cs []Committable
+	err := t.OrderedRead(preparedCell, int64(lo), int64(hi), func(k int64, v []byte) error {
+		n, i := binary.Uvarint(v)
+		if i <= 0 || uint64(len(v)-i) < n {
+			return fmt.Errorf("committable of epoch %d: %d bytes do not decode", k, len(v))
+		}
+		run := string(v[i : i+int(n)])
+		cs = append(cs, Committable{Epoch: executor.BarrierID(k), Run: run, Data: append([]byte(nil), v[i+int(n):]...)})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sink %s: read committables of epochs [%d, %d): %w", p.name, lo, hi, err)
+	}
+	return cs, nil
+}
+
+// Delete removes every epoch below id: its values and its committable.
 func (p *Pending) Delete(below executor.BarrierID) error {
 	t := p.us.Begin()
-	if err := t.OrderedClear(recordsCell, 0, int64(below)); err != nil {
+	err := t.OrderedClear(recordsCell, 0, int64(below))
+	if err == nil {
+		err = t.OrderedClear(preparedCell, 0, int64(below))
+	}
+	if err != nil {
 		t.Abort()
 		return fmt.Errorf("sink %s: drop epochs below %d: %w", p.name, below, err)
 	}
@@ -147,24 +194,4 @@ func (p *Pending) Delete(below executor.BarrierID) error {
 		return fmt.Errorf("sink %s: drop epochs below %d: %w", p.name, below, err)
 	}
 	return nil
-}
-
-// Plan is what one commit does, from the marker found and the bound
-// asked for (see the package documentation).
-type Plan struct {
-	// Write says there are epochs to commit: those in [From, To).
-	Write    bool
-	From, To executor.BarrierID
-	// Marker is the marker after the commit: every epoch below it is
-	// committed, and may be deleted from the store.
-	Marker executor.BarrierID
-}
-
-// PlanCommit plans committing every epoch below bound when every epoch
-// below marker is committed already.
-func PlanCommit(marker, bound executor.BarrierID) Plan {
-	if bound <= marker {
-		return Plan{Marker: marker}
-	}
-	return Plan{Write: true, From: marker, To: bound, Marker: bound}
 }

@@ -44,6 +44,11 @@ func Backoff(attempt int) time.Duration {
 // failure that is retried. A commit must be idempotent to be retried: an
 // attempt may have succeeded without its caller knowing.
 func Retry(ctx context.Context, what string, fn func(ctx context.Context) error, onRetry func(error)) error {
+	return RetryWith(ctx, what, Backoff, fn, onRetry)
+}
+
+// RetryWith is Retry waiting backoff(attempt) before each retry.
+func RetryWith(ctx context.Context, what string, backoff func(int) time.Duration, fn func(ctx context.Context) error, onRetry func(error)) error {
 	for attempt := 0; ; attempt++ {
 		err := fn(ctx)
 		if err == nil {
@@ -58,7 +63,7 @@ func Retry(ctx context.Context, what string, fn func(ctx context.Context) error,
 		if onRetry != nil {
 			onRetry(fmt.Errorf("%s: %w (retrying)", what, err))
 		}
-		t := time.NewTimer(Backoff(attempt))
+		t := time.NewTimer(backoff(attempt))
 		select {
 		case <-t.C:
 		case <-ctx.Done():

@@ -12,24 +12,6 @@ import (
 	"github.com/weir-runner/weir/twophase/twophasetest"
 )
 
-func TestPlanCommit(t *testing.T) {
-	for _, tc := range []struct {
-		marker, bound executor.BarrierID
-		want          Plan
-	}{
-		{0, 0, Plan{}}, // fresh, nothing sealed
-		{0, 3, Plan{Write: true, From: 0, To: 3, Marker: 3}}, // first commit
-		{3, 5, Plan{Write: true, From: 3, To: 5, Marker: 5}}, // the next
-		{5, 5, Plan{Marker: 5}},                              // crash after commit, before delete
-		{7, 5, Plan{Marker: 7}},                              // restored from an older checkpoint
-		{5, 6, Plan{Write: true, From: 5, To: 6, Marker: 6}}, // end of input: sealed+1
-	} {
-		if got := PlanCommit(tc.marker, tc.bound); got != tc.want {
-			t.Errorf("PlanCommit(%d, %d) = %+v, want %+v", tc.marker, tc.bound, got, tc.want)
-		}
-	}
-}
-
 func TestBackoff(t *testing.T) {
 	for _, tc := range []struct {
 		attempt int
@@ -92,7 +74,7 @@ func TestPendingSurvivesRestore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	run, err := p.Run()
+	run, err := p.Lineage()
 	must(err)
 	must(p.Append(0, [][]byte{[]byte("a"), []byte("b")}))
 	must(other.Append(0, [][]byte{[]byte("x")}))
@@ -113,11 +95,11 @@ func TestPendingSurvivesRestore(t *testing.T) {
 	if b, err := r.Sealed(); err != nil || b != 3 {
 		t.Errorf("restored Sealed() = %d, %v; want 3", b, err)
 	}
-	if got, err := r.Run(); err != nil || got != run || len(run) != 16 {
-		t.Errorf("restored Run() = %q, %v; want %q", got, err, run)
+	if got, err := r.Lineage(); err != nil || got != run || len(run) != 16 {
+		t.Errorf("restored Lineage() = %q, %v; want %q", got, err, run)
 	}
-	if fresh, _ := NewPending(twophasetest.Store(t), "sink/0", "s").Run(); fresh == run {
-		t.Errorf("a fresh store has the run token %q of another", fresh)
+	if fresh, _ := NewPending(twophasetest.Store(t), "sink/0", "s").Lineage(); fresh == run {
+		t.Errorf("a fresh store has the lineage token %q of another", fresh)
 	}
 	must(r.Delete(2))
 	if got, want := read(t, r, 0, 10), []string{"2:c"}; !slices.Equal(got, want) {

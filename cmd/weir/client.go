@@ -9,24 +9,34 @@ import (
 
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // clientFlags are the flags every client subcommand shares.
 type clientFlags struct {
 	endpoint string
 	timeout  time.Duration
+	security clientSecurityFlags // security.go
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.endpoint, "endpoint", "localhost:8099", "job service endpoint (host:port)")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "how long to wait for the job service")
+	c.security.register(fs)
 }
 
-// dial connects to the job service. The caller closes the connection and
-// cancels the context.
+// dial connects to the job service, with the TLS and token the flags and
+// environment give. The caller closes the connection and cancels the
+// context.
 func (c *clientFlags) dial() (jobpb.JobServiceClient, *grpc.ClientConn, context.Context, context.CancelFunc, error) {
-	conn, err := grpc.NewClient(c.endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cl, err := c.security.client()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	opts, err := cl.DialOptions(c.endpoint)
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("job service %s: %w", c.endpoint, err)
+	}
+	conn, err := grpc.NewClient(c.endpoint, opts...)
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("job service %s: %w", c.endpoint, err)
 	}

@@ -51,7 +51,7 @@ func TestBeamKafkaIOBasicReadWrite(t *testing.T) {
 	go func() { _ = jobs.Serve(lis) }()
 	defer jobs.Stop(context.Background())
 	var out bytes.Buffer
-	exp, err := serveExpansion("127.0.0.1:0", log, &out)
+	exp, err := serveExpansion("127.0.0.1:0", nil, log, &out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,12 @@
 //	weir savepoint [--endpoint=localhost:8099] [--dir=DIR] [--stop] JOB
 //	weir metrics [--endpoint=localhost:8099] [--all] JOB
 //	weir messages [--endpoint=localhost:8099] [--follow] JOB
+//	weir proxy  --endpoint=HOST:8099 [--listen=localhost:8098] [--expansion-endpoint=HOST:PORT]
+//
+// serve takes --tls-cert, --tls-key, --tls-client-ca, --auth-token-file
+// and --insecure; every client command and proxy take --tls, --tls-ca,
+// --tls-cert, --tls-key, --tls-server-name and --token-file, or the
+// WEIR_TLS* and WEIR_TOKEN* environment variables (docs/security.md).
 //
 // This file only dispatches; each subcommand lives in its own file.
 package main
@@ -38,6 +44,7 @@ var subcommands = []subcommand{
 	{"metrics", "show a job's metrics, committed and attempted (--all: with the SDKs' system metrics)", listMetrics},
 	{"messages", "show a job's messages and state (--follow: until it ends)", showMessages},
 	{"savepoint", "take a savepoint of a running job (--stop: then stop it)", takeSavepoint},
+	{"proxy", "forward Beam SDKs' plaintext calls on loopback to a weir serve that requires TLS or a token", runProxy},
 }
 
 func main() {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/weir-runner/weir/expansion"
 	"github.com/weir-runner/weir/runner"
+	"github.com/weir-runner/weir/secure"
 	"github.com/weir-runner/weir/telemetry"
 )
 
@@ -41,6 +42,8 @@ func serve(args []string, stdout io.Writer) error {
 	lf.register(fs)
 	var cf confineFlags // confine.go
 	cf.register(fs)
+	var sf serverSecurityFlags // security.go
+	sf.register(fs)
 	retention := fs.Duration("job-retention", time.Hour, "how long an ended job stays listed and queryable (as Flink's jobstore.expiration-time); 0 keeps every job")
 	httpAddr := fs.String("http-addr", defaultHTTPAddr, "serve Prometheus /metrics and the web UI on this address (empty: none; the default is skipped with a warning when its port is taken)")
 	metricsOn := fs.Bool("metrics", true, "count what each subtask does (elements, bytes, busy/idle/backpressured time, watermarks) and sample it for /metrics, the UI and the CLI; false is for measuring what that costs")
@@ -61,30 +64,47 @@ func serve(args []string, stdout io.Writer) error {
 	}
 
 	log := lf.logger(os.Stderr)
+	access, err := sf.policy(log)
+	if err != nil {
+		return err
+	}
+	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
+	expAddr := net.JoinHostPort(*host, strconv.Itoa(*expPort))
+	if *expPort < 0 {
+		expAddr = ""
+	}
+	if err := sf.checkListeners(access, log, map[string]string{"job service": addr, "expansion service": expAddr,
+		"web UI and metrics": *httpAddr, "debug listener": *debugAddr}); err != nil {
+		return err
+	}
 	if *debugAddr != "" {
 		dl, err := net.Listen("tcp", *debugAddr)
 		if err != nil {
 			return fmt.Errorf("debug listener on %s: %w", *debugAddr, err)
 		}
 		defer dl.Close()
-		go func() { _ = http.Serve(dl, nil) }() // DefaultServeMux carries net/http/pprof
-		log.Info("weir: profiles served", "addr", dl.Addr().String())
+		// DefaultServeMux carries net/http/pprof.
+		go func() {
+			_ = http.Serve(access.WrapListener(dl), access.Handler("debug listener", http.DefaultServeMux))
+		}()
+		log.Info("weir: profiles served", "addr", dl.Addr().String(), "access", access.String())
 	}
-	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	var exp *expansion.Server
 	if *expPort >= 0 {
-		exp, err = serveExpansion(net.JoinHostPort(*host, strconv.Itoa(*expPort)), log, stdout)
+		exp, err = serveExpansion(expAddr, access, log, stdout)
 		if err != nil {
 			lis.Close()
 			return err
 		}
 	}
+	stopReload := reloadOnHangup(access, log)
+	defer stopReload()
 	opts := runner.ServerOptions{StagingRoot: *stagingDir, KeepArtifacts: *keep, Logger: log, JobRetention: *retention,
-		Confinement: confinement}
+		Confinement: confinement, Access: access}
 	if *resume && *stateDir != "" {
 		// Only a folder given on purpose: the default, in the temporary
 		// directory, is shared by every server on the machine, and two
@@ -92,11 +112,11 @@ func serve(args []string, stdout io.Writer) error {
 		opts.StateDir = *stateDir
 	}
 	s := runner.NewServer(&runner.LocalExecutor{NoLift: !*lift, FixedPrecombine: !*adaptive, NoUnlift: !*unlift, StateDir: *stateDir,
-		NoMetrics: !*metricsOn}, opts)
+		NoMetrics: !*metricsOn, FnAPIHost: sf.fnAPIHost}, opts)
 
-	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stopSignals := signal.NotifyContext(serveContext(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
-	web, err := serveHTTP(ctx, s, *httpAddr, runner.HTTPOptions{Logger: log,
+	web, err := serveHTTP(ctx, s, *httpAddr, runner.HTTPOptions{Logger: log, Access: access,
 		Telemetry: telemetry.Options{OTLPEndpoint: *otlp, OTLPInterval: *otlpEvery}}, log, stdout)
 	if err != nil {
 		lis.Close()
@@ -104,7 +124,8 @@ func serve(args []string, stdout io.Writer) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(lis) }()
-	log.Info("weir: job service listening", "endpoint", lis.Addr().String())
+	log.Info("weir: job service listening", "endpoint", lis.Addr().String(), "access", access.String())
+	sf.logFnAPI(log)
 	fmt.Fprintf(stdout, "weir job service on %s; submit with --runner=universal --endpoint=%s --environment_type=LOOPBACK\n", lis.Addr(), lis.Addr())
 	if opts.StateDir != "" {
 		ids, err := s.ResumeJobs()
@@ -144,19 +165,24 @@ func serve(args []string, stdout io.Writer) error {
 	return err
 }
 
-// serveExpansion serves weir's expansion service on addr in the background.
-func serveExpansion(addr string, log *slog.Logger, stdout io.Writer) (*expansion.Server, error) {
+// serveContext is the context serve runs in until a signal: a test that
+// expects serve to refuse its flags ends it at once should it start.
+var serveContext = context.Background
+
+// serveExpansion serves weir's expansion service on addr in the
+// background, with the server's access policy.
+func serveExpansion(addr string, access *secure.Policy, log *slog.Logger, stdout io.Writer) (*expansion.Server, error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("expansion service: listen on %s: %w", addr, err)
 	}
-	exp := expansion.NewServer(expansion.NewService(expansion.Options{Logger: log}))
+	exp := expansion.NewServer(expansion.NewService(expansion.Options{Logger: log}), access.GRPCServerOptions("expansion service")...)
 	go func() {
 		if err := exp.Serve(lis); err != nil {
 			log.Error("weir: expansion service stopped serving", "err", err)
 		}
 	}()
-	log.Info("weir: expansion service listening", "endpoint", lis.Addr().String())
+	log.Info("weir: expansion service listening", "endpoint", lis.Addr().String(), "access", access.String())
 	fmt.Fprintf(stdout, "weir expansion service on %s; give it to Beam's kafkaio as the expansion address\n", lis.Addr())
 	return exp, nil
 }
@@ -180,7 +206,11 @@ func serveHTTP(ctx context.Context, s *runner.Server, addr string, opts runner.H
 		}
 		return nil, err
 	}
-	log.Info("weir: metrics and web UI listening", "addr", web.Addr())
-	fmt.Fprintf(stdout, "weir web UI on http://%s/, Prometheus metrics on http://%s/metrics\n", web.Addr(), web.Addr())
+	log.Info("weir: metrics and web UI listening", "addr", web.Addr(), "access", opts.Access.String())
+	scheme := "http"
+	if opts.Access.Encrypts() {
+		scheme = "https"
+	}
+	fmt.Fprintf(stdout, "weir web UI on %s://%s/, Prometheus metrics on %s://%s/metrics\n", scheme, web.Addr(), scheme, web.Addr())
 	return web, nil
 }

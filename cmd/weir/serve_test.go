@@ -17,7 +17,7 @@ import (
 // answers on the address it prints.
 func TestServeExpansion(t *testing.T) {
 	var out bytes.Buffer
-	exp, err := serveExpansion("127.0.0.1:0", slog.New(slog.DiscardHandler), &out)
+	exp, err := serveExpansion("127.0.0.1:0", nil, slog.New(slog.DiscardHandler), &out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,11 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -111,16 +114,33 @@ func TestUIStreamingJob(t *testing.T) {
 // SIGTERM by t.Cleanup, and returns its job service and HTTP addresses.
 func startServe(t *testing.T) (jobAddr, httpAddr string) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "weir")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("building weir: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "serve", "--host=127.0.0.1", "--job-port=0", "--http-addr=127.0.0.1:0", "--expansion-port=-1")
+	srv := startServeWith(t, "--host=127.0.0.1", "--job-port=0", "--http-addr=127.0.0.1:0", "--expansion-port=-1")
+	return srv.job, srv.http
+}
+
+// served is a weir serve process: the addresses it printed, and its
+// stderr, line by line.
+type served struct {
+	cmd                  *exec.Cmd
+	job, http, expansion string
+	stderr               <-chan string
+}
+
+// startServeWith runs the weir binary's serve with args, stopped with
+// SIGTERM by t.Cleanup, and reads the addresses it prints: the job
+// service's always, the UI's and the expansion service's if it serves
+// them (--http-addr, --expansion-port).
+func startServeWith(t *testing.T, args ...string) *served {
+	t.Helper()
+	cmd := exec.Command(weirBinary(t), append([]string{"serve"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = os.Stderr
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -128,21 +148,73 @@ func startServe(t *testing.T) (jobAddr, httpAddr string) {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 	})
+	errLines := make(chan string, 1000)
+	go func() {
+		defer close(errLines)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			fmt.Fprintln(os.Stderr, sc.Text())
+			select {
+			case errLines <- sc.Text():
+			default: // nobody reads: keep the server unblocked
+			}
+		}
+	}()
+	srv := &served{cmd: cmd, stderr: errLines}
 	lines := bufio.NewScanner(stdout)
-	for (jobAddr == "" || httpAddr == "") && lines.Scan() {
+	for srv.job == "" && lines.Scan() {
 		l := lines.Text()
 		if rest, ok := strings.CutPrefix(l, "weir job service on "); ok {
-			jobAddr, _, _ = strings.Cut(rest, ";")
+			srv.job, _, _ = strings.Cut(rest, ";")
 		}
-		if rest, ok := strings.CutPrefix(l, "weir web UI on http://"); ok {
-			httpAddr, _, _ = strings.Cut(rest, "/")
+		if rest, ok := strings.CutPrefix(l, "weir expansion service on "); ok {
+			srv.expansion, _, _ = strings.Cut(rest, ";")
+		}
+		if _, rest, ok := strings.Cut(l, "weir web UI on "); ok {
+			_, rest, _ = strings.Cut(rest, "://")
+			srv.http, _, _ = strings.Cut(rest, "/")
 		}
 	}
-	if jobAddr == "" || httpAddr == "" {
-		t.Fatalf("weir serve did not print its addresses (job %q, http %q): %v", jobAddr, httpAddr, lines.Err())
+	wantHTTP := !slices.Contains(args, "--http-addr=")
+	if srv.job == "" || (wantHTTP && srv.http == "") {
+		t.Fatalf("weir serve did not print its addresses (job %q, http %q): %v", srv.job, srv.http, lines.Err())
 	}
 	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-	return jobAddr, httpAddr
+	return srv
+}
+
+// weirBin is the weir binary the tests that run it share: built once,
+// on first use (a build takes seconds, tens on a busy machine), removed
+// by TestMain.
+var weirBin struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+func weirBinary(t *testing.T) string {
+	t.Helper()
+	weirBin.once.Do(func() {
+		if weirBin.dir, weirBin.err = os.MkdirTemp("", "weir-test-bin-"); weirBin.err != nil {
+			return
+		}
+		weirBin.path = filepath.Join(weirBin.dir, "weir")
+		if out, err := exec.Command("go", "build", "-o", weirBin.path, ".").CombinedOutput(); err != nil {
+			weirBin.err = fmt.Errorf("building weir: %v\n%s", err, out)
+		}
+	})
+	if weirBin.err != nil {
+		t.Fatal(weirBin.err)
+	}
+	return weirBin.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if weirBin.dir != "" {
+		os.RemoveAll(weirBin.dir)
+	}
+	os.Exit(code)
 }
 
 func shoot(t *testing.T, b *uitest.Browser, name string) {

@@ -17,7 +17,13 @@
 // 30 s batches) and a few offline mobile clicks flushed hours later,
 // replayed in arrival order by a TestStream.
 //
+// With --pg=CONNSTRING the billing panes also go to a PostgreSQL table
+// (--pg_table, made if missing) through weir's exactly-once sink, as an
+// upsert keyed by campaign and window start: the table ends as the
+// printed billing table.
+//
 //	go run ./pipelines/adclicks --runner=weir
+//	go run ./pipelines/adclicks --runner=weir --pg="$(make -s postgres)"
 package main
 
 import (
@@ -45,6 +51,8 @@ var (
 	seed    = flag.Uint64("seed", 1, "seed of the synthetic clicks")
 	minutes = flag.Int("minutes", 5, "minutes of synthetic traffic")
 	perMin  = flag.Int("clicks_per_minute", 120, "clicks per minute")
+	pgConn  = flag.String("pg", "", "PostgreSQL connection string: the billing panes are upserted into --pg_table too")
+	pgTable = flag.String("pg_table", "billing", "the billing table with --pg; made if missing")
 )
 
 const (
@@ -178,6 +186,7 @@ func printBilling(rows []string) {
 
 func init() {
 	register.Function4x1(row)
+	register.Function4x1(billingRow)
 	register.Function1x2(withOne)
 	register.Iter1[int]()
 	register.Function3x0(collect)
@@ -187,10 +196,12 @@ func init() {
 	register.Iter1[string]()
 }
 
-// countPerMinute windows clicks into minutes and counts each campaign's.
-func countPerMinute(s beam.Scope, clicks beam.PCollection, opts ...beam.WindowIntoOption) beam.PCollection {
+// countPerMinute windows clicks into minutes and groups each campaign's:
+// the formatted rows in the global window, and the groups.
+func countPerMinute(s beam.Scope, clicks beam.PCollection, opts ...beam.WindowIntoOption) (rows, grouped beam.PCollection) {
 	keyed := beam.ParDo(s, withOne, beam.WindowInto(s, window.NewFixedWindows(time.Minute), clicks, opts...))
-	return beam.WindowInto(s, window.NewGlobalWindows(), beam.ParDo(s, row, beam.GroupByKey(s, keyed)))
+	grouped = beam.GroupByKey(s, keyed)
+	return beam.WindowInto(s, window.NewGlobalWindows(), beam.ParDo(s, row, grouped)), grouped
 }
 
 func printAll(s beam.Scope, rows beam.PCollection, print any) {
@@ -210,12 +221,20 @@ func main() {
 	clicks := teststream.Create(s, replay(cs, start))
 
 	dash := s.Scope("Dashboard")
-	printAll(dash, countPerMinute(dash, clicks), printDashboard)
+	dashRows, _ := countPerMinute(dash, clicks)
+	printAll(dash, dashRows, printDashboard)
 
 	bill := s.Scope("Billing")
-	printAll(bill, countPerMinute(bill, clicks,
+	billRows, billGroups := countPerMinute(bill, clicks,
 		beam.Trigger(trigger.AfterEndOfWindow().LateFiring(trigger.Repeat(trigger.AfterCount(1)))),
-		beam.AllowedLateness(lateness), beam.PanesAccumulate()), printBilling)
+		beam.AllowedLateness(lateness), beam.PanesAccumulate())
+	printAll(bill, billRows, printBilling)
+	if *pgConn != "" {
+		if err := makeBillingTable(*pgConn, *pgTable); err != nil {
+			log.Fatalf("adclicks: %v", err)
+		}
+		writeBilling(bill, *pgConn, *pgTable, billGroups)
+	}
 
 	res, err := beamx.RunWithMetrics(context.Background(), p)
 	if err != nil {
@@ -232,4 +251,9 @@ func main() {
 	}
 	sort.Strings(lines)
 	fmt.Println(strings.Join(lines, "\n"))
+	if *pgConn != "" {
+		if err := printBillingTable(*pgConn, *pgTable); err != nil {
+			log.Fatalf("adclicks: %v", err)
+		}
+	}
 }

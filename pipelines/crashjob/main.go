@@ -2,7 +2,8 @@
 // Kafka records "key,n" stamped with their create time, summed per key in
 // one-minute event-time windows with allowed lateness, and written exactly
 // once to a Kafka topic (--out_topic) or to files (--out_dir), as
-// "key|window start in Unix ms|sum".
+// "key|window start in Unix ms|sum", or to a PostgreSQL table (--pg,
+// --pg_table) as rows (key, window_start, sum).
 //
 // The test kills it with SIGKILL at random moments and starts it again
 // with the same job name and checkpoint folder; the job must resume from
@@ -27,6 +28,7 @@ import (
 
 	"github.com/weir-runner/weir/fileio"
 	"github.com/weir-runner/weir/kafkaio"
+	"github.com/weir-runner/weir/pgio"
 	_ "github.com/weir-runner/weir/runner" // registers --runner=weir
 )
 
@@ -36,7 +38,16 @@ var (
 	outTopic = flag.String("out_topic", "", "topic the window sums go to, exactly once")
 	outDir   = flag.String("out_dir", "", "folder the window sums go to, exactly once (instead of --out_topic)")
 	txnID    = flag.String("transactional_id", "crashjob", "transactional id prefix of the Kafka sink")
+	pg       = flag.String("pg", "", "PostgreSQL connection string: the window sums go to --pg_table, exactly once (instead of --out_topic)")
+	pgTable  = flag.String("pg_table", "window_sums", "table (key text, window_start bigint, sum bigint) of the sums with --pg")
 )
+
+// windowSum is one window's sum of one key: a row of --pg_table.
+type windowSum struct {
+	Key         string `beam:"key"`
+	WindowStart int64  `beam:"window_start"`
+	Sum         int64  `beam:"sum"`
+}
 
 // parse turns "key,n" into (key, n); records without a comma are markers
 // that only move the watermark, and are dropped.
@@ -59,6 +70,12 @@ func (*formatFn) ProcessElement(w beam.Window, k string, sum int) string {
 	return fmt.Sprintf("%s|%d|%d", k, iw.Start.Milliseconds(), sum)
 }
 
+type rowFn struct{}
+
+func (*rowFn) ProcessElement(w beam.Window, k string, sum int) windowSum {
+	return windowSum{Key: k, WindowStart: w.(window.IntervalWindow).Start.Milliseconds(), Sum: int64(sum)}
+}
+
 func toKV(s string) ([]byte, []byte) {
 	k, _, _ := strings.Cut(s, "|")
 	return []byte(k), []byte(s)
@@ -67,6 +84,7 @@ func toKV(s string) ([]byte, []byte) {
 func init() {
 	register.Function3x0(parse)
 	register.DoFn3x1[beam.Window, string, int, string](&formatFn{})
+	register.DoFn3x1[beam.Window, string, int, windowSum](&rowFn{})
 	register.Function1x2(toKV)
 	register.Emitter2[string, int]()
 }
@@ -74,8 +92,14 @@ func init() {
 func main() {
 	flag.Parse()
 	beam.Init()
-	if *brokers == "" || (*outTopic == "") == (*outDir == "") {
-		log.Fatal("crashjob: --brokers and exactly one of --out_topic and --out_dir are required")
+	outs := 0
+	for _, o := range []string{*outTopic, *outDir, *pg} {
+		if o != "" {
+			outs++
+		}
+	}
+	if *brokers == "" || outs != 1 {
+		log.Fatal("crashjob: --brokers and exactly one of --out_topic, --out_dir and --pg are required")
 	}
 	p, s := beam.NewPipelineWithRoot()
 	recs := kafkaio.Read(s, kafkaio.ReadConfig{
@@ -88,6 +112,13 @@ func main() {
 	windowed := beam.WindowInto(s, window.NewFixedWindows(time.Minute), kvs,
 		beam.AllowedLateness(time.Minute))
 	sums := stats.SumPerKey(s, windowed)
+	if *pg != "" {
+		// Insert, not upsert, into a table without a key: a window written
+		// twice would show as two rows.
+		pgio.Write(s, pgio.WriteConfig{Connection: *pg, Table: *pgTable}, beam.ParDo(s, &rowFn{}, sums))
+		run(p)
+		return
+	}
 	lines := beam.ParDo(s, &formatFn{}, sums)
 	if *outDir != "" {
 		fileio.Write(s, fileio.WriteConfig{Dir: *outDir, Suffix: ".txt"}, lines)
@@ -99,6 +130,10 @@ func main() {
 			TransactionalID:  *txnID,
 		}, beam.ParDo(s, toKV, lines))
 	}
+	run(p)
+}
+
+func run(p *beam.Pipeline) {
 	if err := beamx.Run(context.Background(), p); err != nil {
 		log.Fatalf("crashjob: %v", err)
 	}

@@ -6,7 +6,9 @@
 // environment of python/venv.sh, run as `python -m` subprocesses against
 // the same job servers, started and measured the same way. `make bench`
 // runs both and writes docs/benchmarks.md; `make bench-python` (the flag
-// -python-only) runs the Python tests alone and rewrites their section.
+// -python-only) runs the Python tests alone and rewrites their section;
+// `make bench-nexmark` (-nexmark-only) runs the Nexmark queries of
+// pipelines/nexmark on both runners and rewrites theirs (nexmark.go).
 //
 // Wall time is the submitting client's, from start to exit: it includes
 // pipeline construction and submission, the same for both runners. Memory is
@@ -88,6 +90,11 @@ type sample struct {
 	// serverCPU is the job server's user and system time, read as the
 	// client ends (the server idles from then until it is killed).
 	serverCPU time.Duration
+	// out is what the client printed, stdout and stderr together.
+	out string
+	// clientCPU is the client's user and system time: with LOOPBACK, the
+	// SDK worker's.
+	clientCPU time.Duration
 }
 
 // A suite is one SDK's load tests: the names to run, how to submit one to
@@ -105,6 +112,22 @@ type suite struct {
 func main() {
 	flag.Parse()
 	ctx := context.Background()
+	if *nexmarkOnly {
+		if err := build(ctx, nil); err != nil {
+			log.Fatal(err)
+		}
+		section, err := runNexmark(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Print(section)
+		if *out != "" {
+			if err := writeSection(*out, nexmarkSection(), section); err != nil {
+				log.Fatal(err)
+			}
+		}
+		return
+	}
 	var suites []suite
 	if !*pythonOnly {
 		suites = append(suites, goSuite())
@@ -279,9 +302,10 @@ func runOnce(ctx context.Context, rn runner, test string, client func(ctx contex
 		}
 		return sample{}, fmt.Errorf("client: %w\n%s", err, tail)
 	}
-	s := sample{wall: time.Since(start)}
+	s := sample{wall: time.Since(start), out: logs.String()}
 	if ru, ok := cl.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		s.clientKB = ru.Maxrss
+		s.clientCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
 	if s.serverCPU, err = cpuTime(srv.Process.Pid); err != nil {
 		return s, err
