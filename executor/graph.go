@@ -270,6 +270,12 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 			align.Stop()
 		}
 	}()
+	// woke says the last turn ran a due timer ahead of the data lane: the
+	// next turn looks at the data lane first. A wake that is always due
+	// (an SDF whose residuals ask no resume delay, each bundle leaving
+	// another) would otherwise starve the lane, and the barriers in it,
+	// for as long as the stream runs.
+	woke := false
 	for !gt.finished {
 		// Control messages first, then what the gate holds ready; then
 		// wait for the data lane, a control message or a timer.
@@ -289,15 +295,21 @@ func (g *Graph) runSubtask(ctx context.Context, st *subtask, op Operator, src So
 			align = resetTimer(align, at)
 			aligned = align.C
 		}
-		// Timers that are due come before more data; then the data lane;
-		// then wait for any of them.
+		// Timers that are due come before more data, but not twice in a
+		// row; then the data lane; then wait for any of them.
 		var ready <-chan struct{}
 		var idleSince time.Time
+		dueFirst := wake
+		if woke {
+			dueFirst = nil
+		}
+		woke = false
 		select {
-		case now := <-wake:
+		case now := <-dueFirst:
 			if err := waker.Wake(ctx, now); err != nil {
 				return err
 			}
+			woke = true
 			continue
 		case <-aligned:
 			if err := gt.alignTimeout(ctx, g.Now()); err != nil {

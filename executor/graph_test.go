@@ -164,3 +164,58 @@ func (f *forward) Watermark(ctx context.Context, port int, wm mtime.Time) error 
 }
 func (f *forward) Barrier(ctx context.Context, id BarrierID) error { return f.c.Barrier(ctx, id) }
 func (f *forward) Finish(ctx context.Context) error                { return f.c.Finish(ctx) }
+
+// alwaysDue is a forward whose timer is always due, as an SDK stage whose
+// SDF asks to resume its residuals at once, each bundle leaving another.
+type alwaysDue struct {
+	forward
+	wakes int
+}
+
+func (a *alwaysDue) NextWake() (time.Time, bool) { return time.Now(), true }
+func (a *alwaysDue) Wake(ctx context.Context, _ time.Time) error {
+	a.wakes++
+	return ctx.Err() // a starved graph ends at the test's deadline
+}
+
+// TestDueTimersDoNotStarveBarriers: an operator whose timer is always due
+// still takes its data lane, and the barriers in it, between wakes (they
+// starved once, and a Java unbounded source's job never completed a
+// checkpoint).
+func TestDueTimersDoNotStarveBarriers(t *testing.T) {
+	const barriers = 3
+	var busy *alwaysDue
+	g := &Graph{
+		InboxSize: 2,
+		Nodes: []*Node{
+			{Name: "src", Parallelism: 1, Outputs: 1, NewSource: func(int, *Output) (Source, error) {
+				return &epochSource{want: barriers}, nil
+			}},
+			{Name: "busy", Parallelism: 1, Outputs: 1,
+				Inputs: []NodeInput{{Port: 0, From: 0, Partition: Forward}},
+				New: func(_ int, o *Output) (Operator, error) {
+					busy = &alwaysDue{forward: forward{c: &epochCheck{name: "busy"}, out: o}}
+					return busy, nil
+				}},
+		},
+	}
+	bar := make(chan BarrierID)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- g.Run(ctx, bar) }()
+	for id := BarrierID(1); id <= barriers; id++ {
+		select {
+		case bar <- id:
+		case err := <-errc:
+			t.Fatalf("the graph ended before barrier %d: %v", id, err)
+		}
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("the graph: %v (the barriers starved behind the due timer)", err)
+	}
+	if busy.c.done != barriers || busy.c.seen == 0 || busy.wakes == 0 {
+		t.Errorf("busy completed %d barriers, saw %d elements, woke %d times; want %d barriers, some of both",
+			busy.c.done, busy.c.seen, busy.wakes, barriers)
+	}
+}

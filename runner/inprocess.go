@@ -16,6 +16,7 @@ import (
 
 	"github.com/weir-runner/weir/joboptions"
 	"github.com/weir-runner/weir/proxy"
+	"github.com/weir-runner/weir/secure"
 )
 
 func init() {
@@ -98,9 +99,16 @@ func serveInProcessHTTP() error {
 	if f == nil || f.Value.String() == "" || inProcess.server == nil || inProcess.http != nil {
 		return nil
 	}
-	h, err := StartHTTP(context.Background(), inProcess.server, f.Value.String(), HTTPOptions{})
+	addr := f.Value.String()
+	h, err := StartHTTP(context.Background(), inProcess.server, addr, HTTPOptions{})
 	if err != nil {
 		return fmt.Errorf("weir: --%s: %w", joboptions.HTTPAddr, err)
+	}
+	// The program chose the address, so it is not refused, as weir serve
+	// refuses an open listener beyond loopback; but it is said, since the
+	// UI shows every job's pipeline, options and messages to whoever asks.
+	if e := secure.CheckExposure("web UI and metrics (--"+joboptions.HTTPAddr+")", addr, nil, true); e.Warning != "" {
+		slog.Warn("weir: " + e.Warning)
 	}
 	inProcess.http = h
 	slog.Info("weir: metrics and web UI listening", "addr", h.Addr())
