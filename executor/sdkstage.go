@@ -77,6 +77,10 @@ type SDKStageSpec struct {
 	// Flink runner's maxBundleTimeMills.
 	MaxBundleTime time.Duration
 	MaxRetries    int // bundles retried after a lost worker; default 3
+	// StreamOutput sends bundles' output downstream as it arrives rather
+	// than when they finish; a bundle lost after some left is not retried
+	// (sdkstage_stream.go).
+	StreamOutput bool
 	// Lift, if set, lets the stage run its precombines as one-by-one
 	// conversions when they do not reduce (liftswitch.go).
 	Lift *LiftSpec
@@ -553,13 +557,15 @@ func residualWatermark(r *fnpb.DelayedBundleApplication) mtime.Time {
 // number of times. A failure reported by the SDK is not retried: user code
 // fails the same way again.
 func (s *SDKStage) run(ctx context.Context, in [][]byte, fired []timers.Timer) (*fnapi.BundleResult, error) {
+	stream := s.streams()
 	desc, use := s.descriptor()
-	return s.runOn(ctx, desc, use, s.Spec.Source, s.Spec.Sinks, in, fired)
+	return s.runOn(ctx, desc, use, s.Spec.Source, s.Spec.Sinks, in, fired, stream)
 }
 
 // runOn runs a bundle on descriptor desc, whose main input is source; use
-// says how desc runs the stage's precombines.
-func (s *SDKStage) runOn(ctx context.Context, desc string, use liftUse, source string, sinks []string, in [][]byte, fired []timers.Timer) (*fnapi.BundleResult, error) {
+// says how desc runs the stage's precombines, stream whether its output
+// goes downstream as it arrives.
+func (s *SDKStage) runOn(ctx context.Context, desc string, use liftUse, source string, sinks []string, in [][]byte, fired []timers.Timer, stream bool) (*fnapi.BundleResult, error) {
 	retries := s.Spec.MaxRetries
 	if retries <= 0 {
 		retries = 3
@@ -580,13 +586,22 @@ func (s *SDKStage) runOn(ctx context.Context, desc string, use liftUse, source s
 			s.ustate.begin(s.User, keys)
 		}
 		began := time.Now()
-		res, err := s.worker.Process(ctx, fnapi.BundleRequest{
+		req := fnapi.BundleRequest{
 			DescriptorID: desc,
 			Inputs:       []fnapi.Input{{TransformID: source, Elements: in}},
 			Outputs:      sinks,
 			Timers:       s.timerInputs(fired),
 			State:        s.state,
-		})
+		}
+		var out *outStream
+		if stream {
+			out = s.newOutStream(ctx, sinks, nil)
+			req.Stream = out.take
+		}
+		res, err := s.worker.Process(ctx, req)
+		if err == nil && out != nil {
+			err = out.end()
+		}
 		if s.User != nil {
 			if cerr := s.ustate.end(err == nil); cerr != nil {
 				return nil, fmt.Errorf("stage %s: %w", s.Spec.Name, cerr)
@@ -594,15 +609,21 @@ func (s *SDKStage) runOn(ctx context.Context, desc string, use liftUse, source s
 		}
 		if err == nil {
 			s.Out.stats.bundle(time.Since(began))
-			if s.rerun(use, true, res) {
+			if s.rerun(use, out == nil, res) {
+				if out != nil {
+					return nil, fmt.Errorf("stage %s: a bundle that streamed its output was to run again unlifted", s.Spec.Name)
+				}
 				s.dropped(res)
 				desc, _ := s.Spec.Unlift.descriptor()
-				return s.runOn(ctx, desc, liftUnlifted, source, sinks, in, fired)
+				return s.runOn(ctx, desc, liftUnlifted, source, sinks, in, fired, stream)
 			}
 			if err := s.succeeded(ctx, s.worker, res, use); err != nil {
 				return nil, err
 			}
 			return res, nil
+		}
+		if out != nil && out.left && errors.Is(err, fnapi.ErrWorkerLost) && ctx.Err() == nil {
+			return nil, s.lostAfterOutput(err, out, s.worker)
 		}
 		if !errors.Is(err, fnapi.ErrWorkerLost) || attempt >= retries || ctx.Err() != nil {
 			var be *fnapi.BundleError
@@ -667,7 +688,7 @@ func (s *SDKStage) draining() bool {
 func (s *SDKStage) truncate(ctx context.Context) error {
 	in := s.pending
 	s.pending, s.bytes, s.resumeAt = nil, 0, time.Time{}
-	res, err := s.runOn(ctx, s.Spec.TruncateDescriptor, liftNone, s.Spec.TruncateSource, []string{s.Spec.TruncateSink}, in, nil)
+	res, err := s.runOn(ctx, s.Spec.TruncateDescriptor, liftNone, s.Spec.TruncateSource, []string{s.Spec.TruncateSink}, in, nil, false)
 	if err != nil {
 		return fmt.Errorf("stage %s: truncate restrictions on drain: %w", s.Spec.Name, err)
 	}

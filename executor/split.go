@@ -24,7 +24,10 @@ import (
 // residual has finished, so the stage's watermark waits for them all, and
 // the goroutines that run bundles never outlive the call. Outputs, metrics
 // and checkpoint residuals are handled on the calling goroutine, as bundles
-// finish.
+// finish; streamed output (sdkstage_stream.go) is emitted by the goroutine
+// of the bundle it belongs to, one bundle at a time (sdfRun.emitMu), so the
+// calling goroutine stays free to checkpoint a bundle whose output waits
+// while downstream is full.
 //
 // A split changes what the split bundle owns: retried after a lost worker,
 // it runs its primary only (the elements before the split, and the primary
@@ -70,6 +73,8 @@ type sdfTask struct {
 	use       liftUse
 	liftWatch liftWatch
 	liftStop  bool
+	// out takes the running attempt's output when it streams.
+	out *outStream
 }
 
 func newSDFTask(in [][]byte) *sdfTask { return &sdfTask{in: in, end: len(in), at: -1} }
@@ -179,6 +184,8 @@ type sdfRun struct {
 	// truncated is set when the input was truncated for a drain: it runs
 	// to its end, uncut.
 	truncated bool
+	// emitMu serialises the emits of bundles that stream their output.
+	emitMu sync.Mutex
 }
 
 // runSplitting runs in as an SDF stage's flush, splitting bundles to keep
@@ -251,8 +258,9 @@ func (r *sdfRun) start(t *sdfTask) error {
 	}
 	t.worker = s.worker
 	r.running[t] = true
+	stream := s.streams()
 	desc, use := s.descriptor()
-	t.use, t.liftWatch, t.liftStop = use, liftWatch{}, false
+	t.use, t.liftWatch, t.liftStop, t.out = use, liftWatch{}, false, nil
 	req := fnapi.BundleRequest{
 		DescriptorID: desc,
 		Inputs:       []fnapi.Input{{TransformID: s.Spec.Source, Elements: t.in}},
@@ -260,10 +268,18 @@ func (r *sdfRun) start(t *sdfTask) error {
 		State:        s.state,
 		OnSent:       func(inst string) { r.send(sdfEvent{task: t, inst: inst, sent: true}) },
 	}
+	out := t.out
+	if stream {
+		out = s.newOutStream(r.ctx, s.Spec.Sinks, &r.emitMu)
+		t.out, req.Stream = out, out.take
+	}
 	w := t.worker
 	r.goContained("bundle", func() {
 		began := time.Now()
 		res, err := w.Process(r.ctx, req)
+		if err == nil && out != nil {
+			err = out.end()
+		}
 		if err == nil {
 			s.Out.stats.bundle(time.Since(began))
 		}
@@ -458,7 +474,10 @@ func (r *sdfRun) splitAnswered(t *sdfTask, ev sdfEvent) error {
 // finished commits a bundle like flush does a single one, or runs it
 // again, unlifted, when its combine is to run so (unlift.go).
 func (r *sdfRun) finished(t *sdfTask, res *fnapi.BundleResult) error {
-	if r.s.rerun(t.use, !t.unsure, res) {
+	if r.s.rerun(t.use, !t.unsure && t.out == nil, res) {
+		if t.out != nil {
+			return fmt.Errorf("stage %s: bundle %s streamed its output and was to run again unlifted", r.s.Spec.Name, t.inst)
+		}
 		if t.unsure {
 			return fmt.Errorf("stage %s: bundle %s precombined, and cannot be run again unlifted: a split left its input unknown", r.s.Spec.Name, t.inst)
 		}
@@ -496,6 +515,9 @@ func (r *sdfRun) failed(t *sdfTask, err error) error {
 			return fmt.Errorf("stage %s: %s", s.Spec.Name, be.Message)
 		}
 		return fmt.Errorf("stage %s: %w", s.Spec.Name, err)
+	}
+	if t.out != nil && t.out.left {
+		return s.lostAfterOutput(err, t.out, t.worker)
 	}
 	if t.attempt >= retries || t.unsure {
 		why := fmt.Sprintf("failed %d times", t.attempt+1)

@@ -81,6 +81,13 @@ func (p *positions) check(t *testing.T, n int) {
 
 func runSDFStage(t *testing.T, width int, src restrictionSource, fake func(n int) *fnapitest.Worker, opts ...func(*SDKStageSpec)) (*positions, error) {
 	t.Helper()
+	p := &positions{got: map[uint32]int{}}
+	return p, runSDFStageTo(t, width, src, fake, p, p, opts...)
+}
+
+// runSDFStageTo is runSDFStage into sink, whose bundles p counts.
+func runSDFStageTo(t *testing.T, width int, src restrictionSource, fake func(n int) *fnapitest.Worker, p *positions, sink Operator, opts ...func(*SDKStageSpec)) error {
+	t.Helper()
 	srv, err := fnapi.NewServer(fnapi.Options{JobID: "job"})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +99,6 @@ func runSDFStage(t *testing.T, width int, src restrictionSource, fake func(n int
 		}
 		return 4, nil
 	})
-	p := &positions{got: map[uint32]int{}}
 	spec := &SDKStageSpec{Name: "stage", Env: "env", DescriptorID: "d", Source: "src",
 		Sinks: []string{"sink"}, SinkCodecs: []*wire.Codec{pos}, SDF: true, SplitBundles: width,
 		Workers: &fakeWorkers{t: t, srv: srv, fake: fake},
@@ -105,11 +111,11 @@ func runSDFStage(t *testing.T, width int, src restrictionSource, fake func(n int
 		{Name: "sdk", Parallelism: 1, Outputs: 1, Inputs: []NodeInput{{From: 0}},
 			New: func(_ int, out *Output) (Operator, error) { return NewSDKStage(spec, out), nil }},
 		{Name: "sink", Parallelism: 1, Inputs: []NodeInput{{From: 1}},
-			New: func(int, *Output) (Operator, error) { return p, nil }},
+			New: func(int, *Output) (Operator, error) { return sink, nil }},
 	}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return p, g.Run(ctx, nil)
+	return g.Run(ctx, nil)
 }
 
 // sdfFake is how a test's Restrictions fake workers behave.
@@ -295,6 +301,11 @@ func TestRunawayBundleReported(t *testing.T) {
 // MaxBundleOutput is checkpointed, so its output is committed in pieces
 // rather than held whole; every position still comes out once.
 func TestLargeBundlesCheckpointed(t *testing.T) {
+	if streamAll {
+		// Streamed, the bound is on what waits for downstream, which
+		// this test's keeps up with: TestStreamedBackpressure covers it.
+		t.Skip("a buffered bundle's bound")
+	}
 	p, err := runSDFStage(t, 2, restrictionSource{{0, 400}},
 		restrictions(sdfFake{pace: time.Millisecond, stream: true}),
 		func(s *SDKStageSpec) { s.MaxBundleOutput = 200 }) // 50 positions

@@ -49,6 +49,9 @@ type BundleRequest struct {
 	// OnSent, when set, is called with the bundle's instruction id once
 	// the request and all its input are sent, so the caller may Split it.
 	OnSent func(instruction string)
+	// Stream, when set, takes the bundle's output as it arrives, and
+	// BundleResult.Outputs stays empty (see stream.go).
+	Stream func(sink string, data []byte) error
 }
 
 // BundleResult is what a successful bundle produced.
@@ -92,6 +95,9 @@ type bundle struct {
 	err     error
 	closed  bool
 	done    chan struct{} // closed when all sinks finished or on failure
+	// out queues the output of a streamed bundle (BundleRequest.Stream)
+	// until Process hands it over; nil for a bundle that is not.
+	out *outQueue
 }
 
 func (b *bundle) receive(d *fnpb.Elements_Data) {
@@ -102,7 +108,11 @@ func (b *bundle) receive(d *fnpb.Elements_Data) {
 		b.failLocked(fmt.Errorf("fnapi: bundle %s: data for unknown output %q", b.id, d.GetTransformId()))
 		return
 	}
-	buf.add(d.GetData())
+	if b.out != nil {
+		b.out.push(d.GetTransformId(), d.GetData())
+	} else {
+		buf.add(d.GetData())
+	}
 	if d.GetIsLast() {
 		b.lastLocked()
 	}
@@ -168,6 +178,9 @@ func (w *Worker) Process(ctx context.Context, req BundleRequest) (*BundleResult,
 	if b.waiting == 0 {
 		b.closeLocked()
 	}
+	if req.Stream != nil {
+		b.out = newOutQueue()
+	}
 	w.mu.Lock()
 	if err := w.mu.err; err != nil {
 		w.mu.Unlock()
@@ -212,23 +225,19 @@ func (w *Worker) Process(ctx context.Context, req BundleRequest) (*BundleResult,
 		if req.OnSent != nil {
 			req.OnSent(id)
 		}
-		select {
-		case resp = <-respc:
-		case <-w.done:
-			return nil, w.Err()
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		var err error
+		if resp, err = b.await(ctx, w, respc, req.Stream); err != nil {
+			return nil, err
 		}
 	}
 	if msg := resp.GetError(); msg != "" {
 		return nil, &BundleError{Instruction: id, Message: msg}
 	}
-	select {
-	case <-b.done:
-	case <-w.done:
-		return nil, w.Err()
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if _, err := b.await(ctx, w, nil, req.Stream); err != nil {
+		return nil, err
+	}
+	if err := b.out.handOver(req.Stream); err != nil {
+		return nil, err // what came before the last frame
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -327,12 +336,16 @@ func (w *Worker) Finalize(ctx context.Context, instruction string) error {
 	}
 }
 
-// Buffered returns how many output bytes a running bundle has sent so far
-// (they are held until it finishes), or 0 once it is gone.
+// Buffered returns how many output bytes of a running bundle the runner
+// holds: all it has sent so far, held until it finishes, or for a
+// streamed bundle what is not yet handed over; 0 once it is gone.
 func (w *Worker) Buffered(instruction string) int {
 	b := w.bundle(instruction)
 	if b == nil {
 		return 0
+	}
+	if b.out != nil {
+		return b.out.size()
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -11,9 +11,10 @@ const (
 	InputSpreadWarning = "weir_input_spread_warning"
 	InlineGroupBytes   = "weir_inline_group_bytes"
 
-	MaxBundleElements = "weir_max_bundle_elements"
-	MaxBundleBytes    = "weir_max_bundle_bytes"
-	MaxBundleTime     = "weir_max_bundle_time"
+	MaxBundleElements  = "weir_max_bundle_elements"
+	MaxBundleBytes     = "weir_max_bundle_bytes"
+	MaxBundleTime      = "weir_max_bundle_time"
+	StreamBundleOutput = "weir_stream_bundle_output"
 
 	CheckpointInterval          = "weir_checkpoint_interval"
 	CheckpointDir               = "weir_checkpoint_dir"
@@ -24,11 +25,21 @@ const (
 	CheckpointKeep              = "weir_checkpoint_keep"
 	Restore                     = "weir_restore"
 
+	RestartAttempts = "weir_restart_attempts"
+	RestartDelay    = "weir_restart_delay"
+
 	Savepoint                  = "weir_savepoint"
 	SavepointRename            = "weir_savepoint_rename"
 	SavepointAllowDroppedState = "weir_savepoint_allow_dropped_state"
 
 	HTTPAddr = "weir_http_addr"
+)
+
+// The values of StreamBundleOutput.
+const (
+	StreamAuto = "auto"
+	StreamOn   = "on"
+	StreamOff  = "off"
 )
 
 // The checkpoint modes, as checkpoint.ParseMode reads them.
@@ -109,6 +120,10 @@ var declared = []Option{
 	{Name: MaxBundleTime, Kind: Duration, Group: "bundles", Unset: "1s", check: positive,
 		Usage: "how long after its first element a bundle closes if nothing else closed it",
 		field: func(o *Options) any { return &o.MaxBundleTime }},
+	// docs/decisions.md, "streamed bundle output".
+	{Name: StreamBundleOutput, Kind: Enum, Group: "bundles", Default: StreamAuto, Values: []string{StreamAuto, StreamOn, StreamOff},
+		Usage: "on: a bundle's output goes downstream as the SDK sends it; off: when the bundle ends; auto: on for jobs that take checkpoints (a worker lost after output left restarts the job from one), off for the rest",
+		field: func(o *Options) any { return &o.StreamBundleOutput }},
 
 	// Checkpoints (docs/checkpoints.md).
 	{Name: CheckpointInterval, Kind: Duration, Group: "checkpoints", Unset: "off: no checkpoints", check: positive,
@@ -136,6 +151,15 @@ var declared = []Option{
 	{Name: Restore, Kind: Bool, Group: "checkpoints", Default: "true",
 		Usage: "resume from the newest checkpoint in the checkpoint folder; false starts over",
 		field: func(o *Options) any { return &o.Restore }},
+
+	// Restarts (docs/checkpoints.md, Restarts): Flink's fixed-delay
+	// restart strategy, its count reset by a completed checkpoint.
+	{Name: RestartAttempts, Kind: Int, Group: "restarts", Default: "3", check: nonNegative,
+		Usage: "restarts from the last checkpoint after the job fails, in a row without a checkpoint completing between them; 0 fails it at once (needs --weir_checkpoint_interval)",
+		field: func(o *Options) any { return &o.RestartAttempts }},
+	{Name: RestartDelay, Kind: Duration, Group: "restarts", Default: "1s", check: nonNegative,
+		Usage: "wait this long before each restart (needs --weir_checkpoint_interval)",
+		field: func(o *Options) any { return &o.RestartDelay }},
 
 	// Savepoints (docs/checkpoints.md, Savepoints).
 	{Name: Savepoint, Kind: Path, Group: "savepoints",

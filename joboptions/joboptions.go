@@ -128,6 +128,8 @@ type Options struct {
 	MaxBundleElements int
 	MaxBundleBytes    int
 	MaxBundleTime     time.Duration
+	// StreamBundleOutput is StreamAuto, StreamOn or StreamOff.
+	StreamBundleOutput string
 
 	// CheckpointInterval is zero when the job takes no checkpoints; zero
 	// durations and counts below leave the checkpoint package's defaults.
@@ -139,6 +141,10 @@ type Options struct {
 	CheckpointTolerableFailures int
 	CheckpointKeep              int
 	Restore                     bool
+
+	// RestartAttempts and RestartDelay apply to jobs with checkpoints.
+	RestartAttempts int
+	RestartDelay    time.Duration
 
 	Savepoint                  string
 	SavepointRename            map[string]string
@@ -293,6 +299,13 @@ func (o *Options) validate() []error {
 		for _, name := range []string{SavepointRename, SavepointAllowDroppedState} {
 			if o.IsSet(name) {
 				errs = append(errs, &Error{Option: name, Reason: "needs --" + Savepoint})
+			}
+		}
+	}
+	if o.CheckpointInterval == 0 {
+		for _, name := range []string{RestartAttempts, RestartDelay} {
+			if o.IsSet(name) {
+				errs = append(errs, &Error{Option: name, Reason: "needs --" + CheckpointInterval + ": a job restarts from its checkpoints"})
 			}
 		}
 	}

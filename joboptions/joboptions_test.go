@@ -93,6 +93,12 @@ func TestParse(t *testing.T) {
 		{"savepoint without checkpoints", map[string]any{"weir_savepoint": "/sp"}, nil,
 			`option --weir_savepoint="/sp": needs --weir_checkpoint_interval`},
 		{"rename without savepoint", map[string]any{"weir_savepoint_rename": "a=b"}, nil, `option --weir_savepoint_rename: needs --weir_savepoint`},
+		{"restarts without checkpoints", map[string]any{"weir_restart_attempts": "5"}, nil,
+			`option --weir_restart_attempts: needs --weir_checkpoint_interval`},
+		{"restart delay negative", map[string]any{"weir_checkpoint_interval": "1s", "weir_restart_delay": "-1s"}, nil,
+			`option --weir_restart_delay="-1s": want a duration such as 10m, or 0`},
+		{"stream mode", map[string]any{"weir_stream_bundle_output": "sometimes"}, nil,
+			`option --weir_stream_bundle_output="sometimes": want one of auto, on, off`},
 		{"aligned-timeout without its timeout", map[string]any{"weir_checkpoint_interval": "1s", "weir_checkpoint_mode": "aligned-timeout"},
 			nil, `option --weir_checkpoint_mode="aligned-timeout": needs --weir_checkpoint_aligned_timeout`},
 	} {

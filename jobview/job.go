@@ -23,6 +23,9 @@ type Summary struct {
 	// Seconds is End (or now) minus Start.
 	Seconds float64 `json:"seconds"`
 	Error   string  `json:"error,omitempty"`
+	// Restarts counts the job's restarts from a checkpoint after a
+	// failure.
+	Restarts int64 `json:"restarts"`
 }
 
 // Job is one sample of a job.

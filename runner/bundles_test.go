@@ -28,7 +28,7 @@ func TestBundleOptions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := bundleOptions(&Job{Options: st})
+		got, err := bundleOptions(&Job{Options: st, streamDefault: "off"})
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%v: error %v, want one naming %s", tc.opts, err, tc.err)
@@ -90,5 +90,36 @@ func TestMaxBundleElementsOption(t *testing.T) {
 				t.Errorf("%d bundles, want %d to %d", b, tc.minBundles, tc.maxBundles)
 			}
 		})
+	}
+}
+
+// TestStreamsOutput: the job's on or off wins; at auto the server's
+// default does; at auto there too, jobs that take checkpoints stream.
+func TestStreamsOutput(t *testing.T) {
+	for _, tc := range []struct {
+		job    map[string]any
+		server string
+		want   bool
+	}{
+		{nil, "", false},
+		{map[string]any{"weir_checkpoint_interval": "10s"}, "", true},
+		{map[string]any{"weir_checkpoint_interval": "10s", "weir_stream_bundle_output": "off"}, "", false},
+		{map[string]any{"weir_stream_bundle_output": "on"}, "", true},
+		{map[string]any{"weir_stream_bundle_output": "on"}, "off", true},
+		{map[string]any{"weir_stream_bundle_output": "auto"}, "on", true},
+		{nil, "on", true},
+		{map[string]any{"weir_checkpoint_interval": "10s"}, "off", false},
+	} {
+		st, err := structpb.NewStruct(tc.job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts, err := (&Job{Options: st}).JobOptions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := streamsOutput(opts, tc.server); got != tc.want {
+			t.Errorf("job %v, server %q: streams %v, want %v", tc.job, tc.server, got, tc.want)
+		}
 	}
 }

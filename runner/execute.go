@@ -66,13 +66,16 @@ type LocalExecutor struct {
 	// weir's (connector/all). A confined server checks the paths of
 	// weir's connectors only.
 	Connectors *connector.Registry
+	// StreamBundleOutput is --weir_stream_bundle_output for jobs that
+	// leave it at auto: "on", "off", or "" (auto) (bundles.go).
+	StreamBundleOutput string
 }
 
 // NewLocalExecutor returns the executor that runs jobs in this process.
 func NewLocalExecutor() Executor { return &LocalExecutor{} }
 
-// Execute implements Executor.
-func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
+// execute runs the job once (Execute restarts it, restart.go).
+func (e *LocalExecutor) execute(ctx context.Context, j *Job, r *restarts) error {
 	stateDir := e.StateDir
 	if stateDir == "" {
 		stateDir = defaultStateDir()
@@ -84,6 +87,7 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 	if ckCfg != nil && e.CheckpointFS != nil {
 		ckCfg.fs = e.CheckpointFS
 	}
+	r.adjust(ckCfg)
 	opts, err := translateOptions(j, translate.Options{NoLift: e.NoLift, FixedPrecombine: e.FixedPrecombine,
 		NoUnlift: e.NoUnlift, Connectors: e.Connectors})
 	if err != nil {
@@ -145,6 +149,7 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 	if err != nil {
 		return err
 	}
+	j.streamDefault = e.StreamBundleOutput
 	g, err := buildGraph(plan, fn, workers, store, j, late, held, p)
 	if err != nil {
 		return err
@@ -200,6 +205,7 @@ func (e *LocalExecutor) Execute(ctx context.Context, j *Job) error {
 		j.setSavepointer(ck)
 		defer j.setSavepointer(nil)
 	}
+	r.ran = true
 	err = g.Run(ctx, barriers)
 	if err == nil && ck != nil {
 		// Ended by itself (inputs ended, or drained): the next run of the
@@ -386,6 +392,7 @@ func buildGraph(plan *translate.Plan, fn *fnapi.Server, workers *workerSet, stor
 			spec.Held = held.input(plan, s)
 			spec.Unlift = unlift[s.ID]
 			spec.MaxElems, spec.MaxBytes, spec.MaxBundleTime = limits.elems, limits.bytes, limits.time
+			spec.StreamOutput = limits.stream
 			n.New = func(sub int, out *executor.Output) (executor.Operator, error) {
 				st := executor.NewSDKStage(subtaskSpec(spec, j, s, sub), out)
 				if s.Stateful != nil {

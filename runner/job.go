@@ -98,6 +98,11 @@ type Job struct {
 	// (connectors.go), if any.
 	observed atomic.Pointer[observer]
 	splits   atomic.Pointer[[]connector.SplitReporter]
+	// restarts counts the job's restarts from a checkpoint (restart.go);
+	// streamDefault is its executor's --weir_stream_bundle_output for a
+	// job that leaves it at auto.
+	restarts      atomic.Int64
+	streamDefault string
 }
 
 // RequestDrain asks the job to finish early without losing data: sources

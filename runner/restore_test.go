@@ -27,6 +27,7 @@ import (
 
 	"github.com/weir-runner/weir/checkpoint"
 	"github.com/weir-runner/weir/executor"
+	"github.com/weir-runner/weir/joboptions"
 	weirstate "github.com/weir-runner/weir/state"
 )
 
@@ -162,6 +163,12 @@ func runRestoreJobOf(t *testing.T, p *beam.Pipeline, name, run string, opts map[
 	for k, v := range opts {
 		beam.PipelineOptions.Set(k, v)
 		defer beam.PipelineOptions.Set(k, "")
+	}
+	if _, ok := opts[joboptions.RestartAttempts]; !ok && opts[CheckpointIntervalOption] != "" {
+		// A simulated crash ends the run as a real one ends the process:
+		// these tests restore in the next run, not by an in-process restart.
+		beam.PipelineOptions.Set(joboptions.RestartAttempts, "0")
+		defer beam.PipelineOptions.Set(joboptions.RestartAttempts, "")
 	}
 	var mu sync.Mutex
 	var job *Job

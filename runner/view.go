@@ -13,7 +13,8 @@ const viewMessages = 200
 // Summary returns the job as the job list shows it.
 func (j *Job) Summary() jobview.Summary {
 	state, _ := j.State()
-	s := jobview.Summary{ID: string(j.ID), Name: j.Name, State: state.String(), Start: j.Submitted(), End: j.Ended()}
+	s := jobview.Summary{ID: string(j.ID), Name: j.Name, State: state.String(), Start: j.Submitted(), End: j.Ended(),
+		Restarts: j.restarts.Load()}
 	if err := j.Err(); err != nil {
 		s.Error = err.Error()
 	}

@@ -19,13 +19,21 @@ type workerSet struct {
 
 	mu      sync.Mutex
 	current map[string]*fnapi.Worker
-	stops   []func()
+	stops   map[*fnapi.Worker]func()
 	lost    int // workers replaced after they were lost
 }
 
 func newWorkerSet(fn *fnapi.Server, envs map[string]*pipepb.Environment, j *Job) *workerSet {
-	return &workerSet{fn: fn, envs: envs, j: j, current: map[string]*fnapi.Worker{}}
+	ws := &workerSet{fn: fn, envs: envs, j: j, current: map[string]*fnapi.Worker{}, stops: map[*fnapi.Worker]func(){}}
+	if testHookWorkers != nil {
+		testHookWorkers(j, ws)
+	}
+	return ws
 }
+
+// testHookWorkers, if set, is handed each job's workers as the job starts
+// (tests that kill a worker mid-bundle).
+var testHookWorkers func(*Job, *workerSet)
 
 // Worker implements executor.Workers.
 func (ws *workerSet) Worker(ctx context.Context, env string) (*fnapi.Worker, error) {
@@ -66,14 +74,14 @@ func (ws *workerSet) startLocked(ctx context.Context, env string) (*fnapi.Worker
 		return nil, err
 	}
 	ws.current[env] = w
-	ws.stops = append(ws.stops, stop)
+	ws.stops[w] = stop
 	return w, nil
 }
 
 func (ws *workerSet) stopAll() {
 	ws.mu.Lock()
 	stops := ws.stops
-	ws.stops = nil
+	ws.stops = map[*fnapi.Worker]func(){}
 	ws.mu.Unlock()
 	for _, s := range stops {
 		s()

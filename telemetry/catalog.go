@@ -67,6 +67,7 @@ var Catalog = []Metric{
 	{"weir.sdk.workers", "{worker}", kindGauge, lJob, "SDK workers the job runs"},
 	{"weir.sdk.workers.lost", "{worker}", kindCounter, lJob, "SDK workers lost mid-bundle and replaced"},
 	{"weir.bundle.retries", "{bundle}", kindCounter, lJob, "bundles retried after a lost worker"},
+	{"weir.job.restarts", "{restart}", kindCounter, lJob, "restarts of the job from its last checkpoint after a failure"},
 	// The pipeline's own metrics.
 	{"weir.user.counter", "", kindUpDown, lJob + ", namespace, name, transform", "a user counter's committed value"},
 	{"weir.user.gauge", "", kindGauge, lJob + ", namespace, name, transform", "a user gauge's latest value"},

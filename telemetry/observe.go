@@ -87,6 +87,7 @@ func (ob observer) job(v *jobview.Job) {
 	ob.emit("weir.sdk.workers", float64(v.Workers.Running), job...)
 	ob.emit("weir.sdk.workers.lost", float64(v.Workers.Lost), job...)
 	ob.emit("weir.bundle.retries", float64(v.Workers.BundleRetries), job...)
+	ob.emit("weir.job.restarts", float64(v.Restarts), job...)
 	ob.user(job, v.User)
 }
 

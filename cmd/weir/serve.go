@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/weir-runner/weir/expansion"
+	"github.com/weir-runner/weir/joboptions"
 	"github.com/weir-runner/weir/runner"
 	"github.com/weir-runner/weir/secure"
 	"github.com/weir-runner/weir/telemetry"
@@ -35,6 +36,7 @@ func serve(args []string, stdout io.Writer) error {
 	lift := fs.Bool("combine-lifting", true, "run combines lifted (precombine before the shuffle) unless a job's --weir_combine_lifting says otherwise")
 	unlift := fs.Bool("adaptive-unlift", true, "run a lifted combine unlifted where its first bundle finds keys that do not repeat, unless a job's --weir_adaptive_unlift says otherwise")
 	adaptive := fs.Bool("adaptive-precombine", true, "convert inputs to accumulators one by one where a lifted combine's precombine does not reduce them, unless a job's --weir_adaptive_precombine says otherwise")
+	stream := fs.String("stream-bundle-output", "auto", "on: bundles' output goes downstream as the SDK sends it; off: when they end; auto: on for jobs that take checkpoints; for jobs whose --weir_stream_bundle_output is auto")
 	stateDir := fs.String("state-dir", "", "folder for what outlives a job, such as checkpoints under jobs/<job name>/checkpoints, which a job submitted again under its name resumes from (default: weir in the temporary directory)")
 	resume := fs.Bool("resume-jobs", true, "with --state-dir: keep a record of each running job and start again those that were running when the last server on that folder stopped (named jobs with checkpoints whose workers weir starts); they resume from their checkpoints")
 	debugAddr := fs.String("debug-addr", "", "if set, serve Go's net/http/pprof profiles on this address (e.g. localhost:6060)")
@@ -57,6 +59,11 @@ func serve(args []string, stdout io.Writer) error {
 	}
 	if *retention < 0 {
 		return usageErrorf("--job-retention %v: want zero (keep every job) or more", *retention)
+	}
+	switch *stream {
+	case joboptions.StreamAuto, joboptions.StreamOn, joboptions.StreamOff:
+	default:
+		return usageErrorf("--stream-bundle-output %q: want auto, on or off", *stream)
 	}
 	confinement, err := cf.confinement(*stateDir)
 	if err != nil {
@@ -112,7 +119,7 @@ func serve(args []string, stdout io.Writer) error {
 		opts.StateDir = *stateDir
 	}
 	s := runner.NewServer(&runner.LocalExecutor{NoLift: !*lift, FixedPrecombine: !*adaptive, NoUnlift: !*unlift, StateDir: *stateDir,
-		NoMetrics: !*metricsOn, FnAPIHost: sf.fnAPIHost}, opts)
+		NoMetrics: !*metricsOn, FnAPIHost: sf.fnAPIHost, StreamBundleOutput: *stream}, opts)
 
 	ctx, stopSignals := signal.NotifyContext(serveContext(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()

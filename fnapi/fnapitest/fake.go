@@ -51,6 +51,12 @@ type Worker struct {
 	// CrashAfterSplit makes the worker drop its connections a few positions
 	// after its first accepted split.
 	CrashAfterSplit bool
+	// OnPosition, if set, hears of each position a Restrictions worker
+	// produces, and OnSplit of each split it answers, with the fraction
+	// asked and whether it split. Both are called with the bundle's lock
+	// held: they must not block.
+	OnPosition func(p uint32)
+	OnSplit    func(fraction float64, split bool)
 
 	// Stateful, when set, stands in for a stateful DoFn: once a bundle's
 	// inputs and timer families have all ended, it gets what the bundle
@@ -58,6 +64,13 @@ type Worker struct {
 	// the timers it sets. Every timer family the runner ended gets its end
 	// mark back. It is called from one goroutine per bundle.
 	Stateful func(in BundleIn) BundleOut
+	// Produce, when set, stands in for a DoFn whose output leaves while
+	// it runs: once a bundle's inputs have ended, it gets them and sends
+	// output with emit, each call one data frame sent at once; the
+	// bundle's end marks and response follow when it returns. It is
+	// called from one goroutine per bundle. Crash drops the worker's
+	// connections, as a worker that dies mid-bundle.
+	Produce func(in BundleIn, emit func(sink string, data []byte), crash func())
 
 	largest atomic.Int64 // bytes of the largest data frame received
 
@@ -315,6 +328,10 @@ func (s *server) process(id string) {
 		_ = s.send(resp, s.stateful(b, id))
 		return
 	}
+	if s.w.Produce != nil {
+		s.produce(b, id, resp)
+		return
+	}
 	out := &fnpb.Elements{}
 	for src, sink := range s.w.Echo {
 		b.mu.Lock()
@@ -379,6 +396,34 @@ func (s *server) stateful(b *bundleIn, id string) *fnpb.Elements {
 	return out
 }
 
+// produce runs a bundle through the Produce hook, sending its output as
+// the hook emits it, then the end marks and the response.
+func (s *server) produce(b *bundleIn, id string, resp *fnpb.InstructionResponse) {
+	b.mu.Lock()
+	in := BundleIn{Instruction: id, Data: map[string][]byte{}}
+	for src := range s.w.Echo {
+		in.Data[src] = b.data[src]
+	}
+	b.mu.Unlock()
+	crashed := false
+	s.w.Produce(in, func(sink string, data []byte) {
+		if !crashed {
+			_ = s.send(nil, &fnpb.Elements{Data: []*fnpb.Elements_Data{{InstructionId: id, TransformId: sink, Data: data}}})
+		}
+	}, func() {
+		crashed = true
+		s.w.cancel()
+	})
+	if crashed {
+		return
+	}
+	out := &fnpb.Elements{}
+	for _, sink := range s.w.Echo {
+		out.Data = append(out.Data, &fnpb.Elements_Data{InstructionId: id, TransformId: sink, IsLast: true})
+	}
+	_ = s.send(resp, out)
+}
+
 // restrictions processes a bundle's restrictions one position at a time,
 // and reports false if the worker crashed meanwhile.
 func (s *server) restrictions(b *bundleIn, in []byte, id, sink string) ([]byte, bool) {
@@ -409,6 +454,9 @@ func (s *server) restrictions(b *bundleIn, in []byte, id, sink string) ([]byte, 
 		if b.cur >= b.end {
 			b.mu.Unlock()
 			return out, true
+		}
+		if s.w.OnPosition != nil {
+			s.w.OnPosition(b.pos)
 		}
 		if s.w.StreamOutput {
 			// As the Go SDK does, output leaves as it is produced.
@@ -449,6 +497,9 @@ func (s *server) split(req *fnpb.InstructionRequest) *fnpb.InstructionResponse {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if s.w.OnSplit != nil {
+		defer func() { s.w.OnSplit(frac, len(sr.GetChannelSplits()) > 0) }()
+	}
 	if s.w.RefuseSplits || b.elems == nil || b.cur >= b.end {
 		return resp
 	}

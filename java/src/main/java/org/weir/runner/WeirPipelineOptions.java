@@ -69,6 +69,12 @@ public interface WeirPipelineOptions extends PipelineOptions {
 
   void setWeirMaxBundleTime(String value);
 
+  /** {@code --weirStreamBundleOutput}: on: a bundle's output goes downstream as the SDK sends it; off: when the bundle ends; auto: on for jobs that take checkpoints (a worker lost after output left restarts the job from one), off for the rest. */
+  @Description("on: a bundle's output goes downstream as the SDK sends it; off: when the bundle ends; auto: on for jobs that take checkpoints (a worker lost after output left restarts the job from one), off for the rest (enum; default: auto)")
+  String getWeirStreamBundleOutput();
+
+  void setWeirStreamBundleOutput(String value);
+
   /** {@code --weirCheckpointInterval}: take a checkpoint this often (e.g. 10s). */
   @Description("take a checkpoint this often (e.g. 10s) (duration; default: off: no checkpoints)")
   String getWeirCheckpointInterval();
@@ -116,6 +122,18 @@ public interface WeirPipelineOptions extends PipelineOptions {
   Boolean getWeirRestore();
 
   void setWeirRestore(Boolean value);
+
+  /** {@code --weirRestartAttempts}: restarts from the last checkpoint after the job fails, in a row without a checkpoint completing between them; 0 fails it at once (needs --weirCheckpointInterval). */
+  @Description("restarts from the last checkpoint after the job fails, in a row without a checkpoint completing between them; 0 fails it at once (needs --weirCheckpointInterval) (int; default: 3)")
+  Long getWeirRestartAttempts();
+
+  void setWeirRestartAttempts(Long value);
+
+  /** {@code --weirRestartDelay}: wait this long before each restart (needs --weirCheckpointInterval). */
+  @Description("wait this long before each restart (needs --weirCheckpointInterval) (duration; default: 1s)")
+  String getWeirRestartDelay();
+
+  void setWeirRestartDelay(String value);
 
   /** {@code --weirSavepoint}: start from the savepoint in this folder (needs --weirCheckpointInterval). */
   @Description("start from the savepoint in this folder (needs --weirCheckpointInterval) (path; default: unset)")
