@@ -231,7 +231,13 @@ func TestLateDropsReachServerLog(t *testing.T) {
 	jobs := srv.s.Jobs()
 	id := string(jobs[len(jobs)-1].ID)
 
+	// The client hears the job end as its state changes, and the server
+	// writes "job ended" just after, outside the job's lock: wait for it.
 	recs := lb.records(t)
+	for len(find(recs, "weir: job ended")) == 0 && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+		recs = lb.records(t)
+	}
 	drops := find(recs, "weir: late data dropped")
 	if len(drops) != 1 {
 		t.Fatalf("%d late-data records, want 1; log:\n%v", len(drops), recs)
