@@ -21,14 +21,18 @@ type collector struct {
 	out      []string
 	cuts     map[executor.BarrierID]int
 	finished bool
-	// hold, when set, makes Process wait until it is closed; holdAt sets
-	// a new one once barrier holdAt passes.
+	// hold, when set, makes Process wait until it is closed or a step
+	// lets one call through; holdAt sets a new one once barrier holdAt
+	// passes (at the next release, if the stream was still held then).
 	hold   chan struct{}
+	step   chan struct{}
 	holdAt executor.BarrierID
+	rehold bool
 }
 
 func newCollector(h SourceHarness) *collector {
-	return &collector{h: h, changed: make(chan struct{}), cuts: map[executor.BarrierID]int{}, hold: make(chan struct{})}
+	return &collector{h: h, changed: make(chan struct{}), cuts: map[executor.BarrierID]int{},
+		hold: make(chan struct{}), step: make(chan struct{})}
 }
 
 func (c *collector) notifyLocked() {
@@ -71,6 +75,9 @@ func (c *collector) release() {
 		close(c.hold)
 		c.hold = nil
 	}
+	if c.rehold {
+		c.hold, c.rehold = make(chan struct{}), false
+	}
 }
 
 func (c *collector) holdAfter(id executor.BarrierID) {
@@ -99,6 +106,8 @@ func (c *collector) Process(ctx context.Context, _ int, elems [][]byte) error {
 	select {
 	case <-hold:
 		return nil
+	case <-c.step:
+		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
@@ -112,8 +121,12 @@ func (c *collector) Barrier(_ context.Context, id executor.BarrierID) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.cuts[id] = len(c.out)
-	if id == c.holdAt && c.hold == nil {
-		c.hold = make(chan struct{})
+	if id == c.holdAt {
+		if c.hold == nil {
+			c.hold = make(chan struct{})
+		} else {
+			c.rehold = true
+		}
 	}
 	c.notifyLocked()
 	return nil
@@ -172,6 +185,14 @@ func (c *checkpoints) Finished(node, _ int) {
 	c.ended[node] = true
 	close(c.changed)
 	c.changed = make(chan struct{})
+}
+
+// sourceTook reports whether the source has done its part of checkpoint
+// id or ended, and returns the channel closed at the next change.
+func (c *checkpoints) sourceTook(id executor.BarrierID) (bool, <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.parts[id][0] || c.ended[0], c.changed
 }
 
 // wait returns the source's part of checkpoint id once both subtasks did

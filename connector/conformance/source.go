@@ -201,6 +201,7 @@ func (s *sourceRun) checkpoint(id executor.BarrierID) {
 	s.col.waitFor(func() bool { return len(s.col.out) > 0 || s.col.finished })
 	s.col.holdAfter(id)
 	s.barriers <- id
+	s.stepUntilTaken(id)
 	s.col.release()
 	rec := s.cp.wait(s.t, id, s.done)
 	s.col.waitFor(func() bool { _, ok := s.col.cuts[id]; return ok || s.col.finished })
@@ -208,6 +209,29 @@ func (s *sourceRun) checkpoint(id executor.BarrierID) {
 	s.snaps[id] = sn
 	s.t.Logf("checkpoint %d: %d values before its barrier, source ended: %v", id, len(sn.output), sn.finished)
 	s.g.CheckpointComplete(id)
+}
+
+// stepUntilTaken lets the held stream on one batch at a time until the
+// source has taken barrier id (or ended), so that the barrier lands within
+// the executor's buffering of where the stream was held. Released at once,
+// the stream could run to the end of what was fed before the barrier got
+// there: the goroutine that forwards barriers to the source can wait
+// behind the source and the collector, which hand the processor to each
+// other, and a case that needs input after the barrier would hang.
+func (s *sourceRun) stepUntilTaken(id executor.BarrierID) {
+	for {
+		took, changed := s.cp.sourceTook(id)
+		if took {
+			return
+		}
+		select {
+		case s.col.step <- struct{}{}:
+		case <-changed:
+		case err := <-s.done:
+			s.done <- err // the graph stopped: checkpoints.wait says how
+			return
+		}
+	}
 }
 
 // keptPlus returns the output of earlier runs this one was restored with,
