@@ -186,6 +186,9 @@ type sdfRun struct {
 	truncated bool
 	// emitMu serialises the emits of bundles that stream their output.
 	emitMu sync.Mutex
+	// over is signalled when a running bundle's output passes the limit
+	// (overLimit).
+	over chan struct{}
 }
 
 // runSplitting runs in as an SDF stage's flush, splitting bundles to keep
@@ -193,7 +196,8 @@ type sdfRun struct {
 func (s *SDKStage) runSplitting(ctx context.Context, in [][]byte) error {
 	ctx, cancel := context.WithCancel(ctx)
 	r := &sdfRun{s: s, ctx: ctx, width: s.splitBundles(), events: make(chan sdfEvent),
-		running: map[*sdfTask]bool{}, queue: []*sdfTask{newSDFTask(in)}, truncated: s.truncated}
+		running: map[*sdfTask]bool{}, queue: []*sdfTask{newSDFTask(in)}, truncated: s.truncated,
+		over: make(chan struct{}, 1)}
 	defer r.wg.Wait()
 	defer cancel()
 	tick := time.NewTicker(splitAge / 2)
@@ -214,6 +218,7 @@ func (s *SDKStage) runSplitting(ctx context.Context, in [][]byte) error {
 				return err
 			}
 		case <-tick.C:
+		case <-r.over:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -267,6 +272,10 @@ func (r *sdfRun) start(t *sdfTask) error {
 		Outputs:      s.Spec.Sinks,
 		State:        s.state,
 		OnSent:       func(inst string) { r.send(sdfEvent{task: t, inst: inst, sent: true}) },
+		// Heard at once, not at the next tick: a fast SDF makes megabytes
+		// in a tick.
+		OutputLimit:   r.outputLimit(),
+		OnOutputLimit: r.overLimit,
 	}
 	out := t.out
 	if stream {
@@ -385,14 +394,29 @@ func (r *sdfRun) reportRunaways() {
 // 16 MiB at 290 MB, with no change in wall time.
 const maxBundleOutput = 16 << 20
 
+// outputLimit is the output a bundle may hold before it is checkpointed.
+func (r *sdfRun) outputLimit() int {
+	if r.s.Spec.MaxBundleOutput > 0 {
+		return r.s.Spec.MaxBundleOutput
+	}
+	return maxBundleOutput
+}
+
+// overLimit wakes the run's loop to checkpoint a bundle whose output has
+// passed the limit. It runs on the data stream's receive loop: it never
+// blocks.
+func (r *sdfRun) overLimit() {
+	select {
+	case r.over <- struct{}{}:
+	default:
+	}
+}
+
 // checkpointLarge asks a bundle that has buffered more than maxBundleOutput
 // to stop at its next claim; the rest runs as a bundle of its own. It
 // reports whether it asked.
 func (r *sdfRun) checkpointLarge() bool {
-	limit := r.s.Spec.MaxBundleOutput
-	if limit <= 0 {
-		limit = maxBundleOutput
-	}
+	limit := r.outputLimit()
 	for t := range r.running {
 		if t.inst == "" || t.worker.Buffered(t.inst) < limit {
 			continue

@@ -52,6 +52,14 @@ type BundleRequest struct {
 	// Stream, when set, takes the bundle's output as it arrives, and
 	// BundleResult.Outputs stays empty (see stream.go).
 	Stream func(sink string, data []byte) error
+	// OutputLimit and OnOutputLimit, when both set, make the data stream's
+	// receive loop call OnOutputLimit after each frame that leaves the
+	// bundle holding OutputLimit bytes of output or more not yet handed
+	// over (Buffered), so that the caller can checkpoint it at once instead
+	// of at its next look, while a fast SDK produces on. OnOutputLimit must
+	// not block: every bundle's output waits behind it.
+	OutputLimit   int
+	OnOutputLimit func()
 }
 
 // BundleResult is what a successful bundle produced.
@@ -98,6 +106,11 @@ type bundle struct {
 	// out queues the output of a streamed bundle (BundleRequest.Stream)
 	// until Process hands it over; nil for a bundle that is not.
 	out *outQueue
+	// held counts the output bytes of a bundle that is not streamed;
+	// limit and onLimit are the request's OutputLimit and OnOutputLimit.
+	held    int
+	limit   int
+	onLimit func()
 }
 
 func (b *bundle) receive(d *fnpb.Elements_Data) {
@@ -112,10 +125,22 @@ func (b *bundle) receive(d *fnpb.Elements_Data) {
 		b.out.push(d.GetTransformId(), d.GetData())
 	} else {
 		buf.add(d.GetData())
+		b.held += len(d.GetData())
+	}
+	if b.onLimit != nil && len(d.GetData()) > 0 && b.heldLocked() >= b.limit {
+		b.onLimit()
 	}
 	if d.GetIsLast() {
 		b.lastLocked()
 	}
+}
+
+// heldLocked returns the bundle's output bytes not yet handed over.
+func (b *bundle) heldLocked() int {
+	if b.out != nil {
+		return b.out.size()
+	}
+	return b.held
 }
 
 // lastLocked counts one output stream (a sink or a timer family) ended; the
@@ -180,6 +205,9 @@ func (w *Worker) Process(ctx context.Context, req BundleRequest) (*BundleResult,
 	}
 	if req.Stream != nil {
 		b.out = newOutQueue()
+	}
+	if req.OutputLimit > 0 && req.OnOutputLimit != nil {
+		b.limit, b.onLimit = req.OutputLimit, req.OnOutputLimit
 	}
 	w.mu.Lock()
 	if err := w.mu.err; err != nil {
@@ -349,9 +377,5 @@ func (w *Worker) Buffered(instruction string) int {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	n := 0
-	for _, o := range b.outputs {
-		n += o.n
-	}
-	return n
+	return b.held
 }
