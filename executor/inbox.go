@@ -47,13 +47,20 @@ type lane struct {
 	ready chan struct{} // signalled after each push
 	mu    sync.Mutex
 	items []envelope
+	// pushed counts envelopes put on the lane (under mu); popped, those
+	// taken off it. A producer that remembers pushed after its push knows
+	// the envelope was taken once popped reaches it (Output.WatermarkQueued).
+	pushed uint64
+	popped atomic.Uint64
 }
 
 func newLane(size int) *lane {
 	return &lane{slots: make(chan struct{}, size), ready: make(chan struct{}, 1)}
 }
 
-func (l *lane) push(ctx context.Context, env envelope, backpressured *atomic.Int64) error {
+// push puts env on the lane, waiting while it is full, and returns its
+// sequence number.
+func (l *lane) push(ctx context.Context, env envelope, backpressured *atomic.Int64) (uint64, error) {
 	select {
 	case l.slots <- struct{}{}:
 	default:
@@ -63,7 +70,7 @@ func (l *lane) push(ctx context.Context, env envelope, backpressured *atomic.Int
 		select {
 		case l.slots <- struct{}{}:
 		case <-ctx.Done():
-			return ctx.Err()
+			return 0, ctx.Err()
 		}
 		if backpressured != nil {
 			waited(backpressured, since)
@@ -71,12 +78,14 @@ func (l *lane) push(ctx context.Context, env envelope, backpressured *atomic.Int
 	}
 	l.mu.Lock()
 	l.items = append(l.items, env)
+	l.pushed++
+	seq := l.pushed
 	l.mu.Unlock()
 	select {
 	case l.ready <- struct{}{}:
 	default:
 	}
-	return nil
+	return seq, nil
 }
 
 func (l *lane) pop() (envelope, bool) {
@@ -88,6 +97,7 @@ func (l *lane) pop() (envelope, bool) {
 	env := l.items[0]
 	l.items[0] = envelope{}
 	l.items = l.items[1:]
+	l.popped.Add(1)
 	l.mu.Unlock()
 	<-l.slots
 	return env, true
@@ -160,7 +170,14 @@ func (e *edgeOut) send(ctx context.Context, i int, m Message) error {
 	env := envelope{e.chIdx[i], m}
 	var err error
 	if i < len(e.lanes) {
-		err = e.lanes[i].push(ctx, env, e.backpressured)
+		var seq uint64
+		seq, err = e.lanes[i].push(ctx, env, e.backpressured)
+		if m.Kind == KindWatermark && err == nil {
+			for len(e.wmSeq) <= i {
+				e.wmSeq = append(e.wmSeq, 0)
+			}
+			e.wmSeq[i] = seq
+		}
 	} else {
 		err = send(ctx, e.to[i], env)
 	}

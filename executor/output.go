@@ -52,6 +52,7 @@ type edgeOut struct {
 	chIdx []int           // this producer's channel index at each consumer
 	sent  []uint64        // in-band messages sent to each consumer
 	next  int             // round-robin cursor
+	wmSeq []uint64        // each lane's sequence number of the last watermark sent on it
 	name  string
 	// backpressured, if set, adds up the producer's time waiting for room
 	// in a consumer's queue.
@@ -133,6 +134,26 @@ func (o *Output) emitEdge(ctx context.Context, e *edgeOut, elems [][]byte) error
 		e.next++
 		return e.send(ctx, i, Message{Kind: KindData, Elems: elems})
 	}
+}
+
+// WatermarkQueued reports whether a consumer has not yet taken the last
+// watermark the subtask sent it: the consumer is behind by at least the
+// data sent since. A source whose watermark is a heuristic may then hold a
+// new advance back (Kafka's coalesce_watermarks), so that a consumer that
+// is behind gets one advance per lane of data instead of one per batch;
+// what is held back goes out once the queued one is taken, so the
+// consumer's watermark lags by at most the data its lane holds.
+func (o *Output) WatermarkQueued() bool {
+	for _, port := range o.ports {
+		for _, e := range port {
+			for i, seq := range e.wmSeq {
+				if seq > 0 && e.lanes[i].popped.Load() < seq {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // Watermark sends wm on every channel. While the subtask is idle

@@ -115,6 +115,7 @@ func (s *Source) Run(ctx context.Context, out *executor.Output, inj *executor.In
 			return err
 		}
 	}
+	coalesce := coalescing(s.Config)
 	for !r.Done() {
 		if _, err := inj.Poll(); err != nil {
 			return err
@@ -146,9 +147,14 @@ func (s *Source) Run(ctx context.Context, out *executor.Output, inj *executor.In
 				return err
 			}
 		}
-		if wm, ok := r.Watermark(); ok {
-			if err := out.Watermark(ctx, wm); err != nil {
-				return err
+		// An advance held back goes with the next poll after the consumer
+		// took the last one (at most PollWait later), and before an idle
+		// status in any case.
+		if !coalesce || status == watermarkmgr.StatusIdle || !out.WatermarkQueued() {
+			if wm, ok := r.Watermark(); ok {
+				if err := out.Watermark(ctx, wm); err != nil {
+					return err
+				}
 			}
 		}
 		if status == watermarkmgr.StatusIdle {
@@ -158,6 +164,12 @@ func (s *Source) Run(ctx context.Context, out *executor.Output, inj *executor.In
 		}
 	}
 	return s.end(ctx, out, inj, r)
+}
+
+// coalescing reports whether the read holds watermark advances back while
+// a consumer has the last one queued (CoalesceWatermarks, default true).
+func coalescing(c *kafkaio.ReadConfig) bool {
+	return c.CoalesceWatermarks == nil || *c.CoalesceWatermarks
 }
 
 // errDrained is the cause of a read's context when the job is drained.

@@ -66,6 +66,14 @@ type ReadConfig struct {
 	// (docs/kafka.md measures it).
 	SampleBuffer *int `json:"sample_buffer,omitempty"`
 
+	// CoalesceWatermarks, unset or true, holds a watermark advance back
+	// while a consumer of the read has not taken the last one sent to it
+	// (executor.Output.WatermarkQueued): a consumer that is behind, as in a
+	// backfill, then gets one advance per queue of data instead of one per
+	// poll, each of which makes it fire timers in bundles of their own.
+	// false sends the watermark after every poll that moves it.
+	CoalesceWatermarks *bool `json:"coalesce_watermarks,omitempty"`
+
 	// MaxRecords and MaxReadTimeMillis make the read bounded: it ends after
 	// that many records in total, or that long. 0 means unbounded.
 	MaxRecords        int64 `json:"max_records,omitempty"`

@@ -1,10 +1,12 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,9 +30,10 @@ var backfillBench = flag.Bool("backfill", false, "run the Kafka backfill benchma
 
 var (
 	backfillSkews      = flag.String("backfill_skews", "1,4,12", "skews to run, comma-separated")
-	backfillRuns       = flag.String("backfill_runs", "off,drift,drift250,noidle,buffer3", "runs to make at each skew, comma-separated (buffer3 at skew 12 only)")
+	backfillRuns       = flag.String("backfill_runs", "off,drift,drift0,drift250,noidle,idle200,buffer3", "runs to make at each skew, comma-separated (buffer3 at skew 12 only)")
 	backfillFetchBytes = flag.Int("backfill_fetch_bytes", 8192, "bytes per partition and fetch, and per produced batch")
 	backfillSample     = flag.Duration("backfill_sample", 100*time.Millisecond, "how often to sample the job's store")
+	backfillRepeat     = flag.Int("backfill_repeat", 1, "rounds of every run at each skew; rows are medians")
 )
 
 func backfillSkewList() []int {
@@ -65,57 +68,114 @@ func TestBackfillBench(t *testing.T) {
 	if !*backfillBench {
 		t.Skip("the backfill benchmark runs with -backfill (make bench-backfill)")
 	}
-	t.Logf("%-5s %-26s %8s %10s %7s %9s %8s %12s %6s %6s %9s", "skew", "run", "records", "state rec", "bytes", "windows",
-		"at end", "peak spread", "paused", "wall", "rec/s")
+	t.Logf("%-5s %-34s %8s %10s %7s %9s %8s %12s %6s %6s %6s %9s %9s", "skew", "run", "records", "state rec", "bytes", "windows",
+		"at end", "peak spread", "paused", "99% at", "wall", "rec/s", "/ off")
 	for _, skew := range backfillSkewList() {
 		c, total := backfillTopic(t, skew)
-		for _, run := range []struct {
-			key      string
-			name     string
-			align    bool
-			buffer   int
-			interval int64 // update_interval_millis; 0: the default, 1 s
-			idle     int64 // idle_timeout_millis
-		}{
-			{"off", "alignment off", false, 0, 0, 0},
-			{"drift", "30 s max drift", true, 0, 0, 1000},
-			// A partition runs dry after three update intervals of quiet,
-			// and the staggered log ends make eleven such waits in turn at
-			// the end of an aligned run: a shorter interval shows how much
-			// of its wall time they are.
-			{"drift250", "30 s drift, 250 ms update", true, 0, 250, 1000},
-			// Without an idle timeout the partition whose log ends first
-			// keeps its watermark (it may get more records), so the
-			// windows of the other partitions' last minutes stay open
-			// until the source ends.
-			{"noidle", "30 s drift, no idle timeout", true, 0, 0, 0},
-			{"buffer3", "30 s max drift, buffer 3", true, 3, 0, 1000},
-		} {
-			if skew != 12 && run.buffer != 0 || !strings.Contains(","+*backfillRuns+",", ","+run.key+",") {
-				continue
+		runs := backfillRunsAt(skew)
+		// Each round runs every configuration once, in turn, so that the
+		// machine's load moves under all of them alike; a row is the run
+		// of median wall time.
+		results := make([][]backfillResult, len(runs))
+		for round := range *backfillRepeat {
+			for i, run := range runs {
+				r := backfillRun(t, run.config(c, total), total)
+				t.Logf("      round %d: %s: %.1f s", round+1, run.name, r.wall.Seconds())
+				results[i] = append(results[i], r)
 			}
-			cfg := kafkaio.ReadConfig{BootstrapServers: c.ListenAddrs(), Topics: []string{"events"}, MaxRecords: int64(total),
-				// A fixed number of bytes per partition and fetch, so that
-				// partitions advance at speeds in event time set by their
-				// record sizes. Smaller fetches would align more finely but
-				// make the slowest partition's tail a round trip per record
-				// or two.
-				ConsumerConfig: map[string]string{"max.partition.fetch.bytes": fmt.Sprint(*backfillFetchBytes)}}
-			if run.align {
-				// A partition that has read its whole log stops holding the
-				// bound once it is dry (docs/kafka.md); the idle timeout
-				// lets the watermark pass it too.
-				buffer := run.buffer
-				cfg.AlignmentGroup, cfg.MaxDriftMillis, cfg.SampleBuffer = "backfill", 30_000, &buffer
-				cfg.UpdateIntervalMillis, cfg.IdleTimeoutMillis = run.interval, run.idle
+		}
+		var offRate float64
+		for i, run := range runs {
+			r := medianWall(results[i])
+			rate := float64(total) / r.wall.Seconds()
+			if run.key == "off" {
+				offRate = rate
 			}
-			r := backfillRun(t, cfg)
-			t.Logf("%-5d %-26s %8d %10d %6dK %9d %8d %12v %6d %6.1f %9.0f", skew, run.name, total, r.peak, r.bytes>>10, r.windows,
-				r.endPeak, r.spread.Round(time.Minute), r.paused, r.wall.Seconds(), float64(total)/r.wall.Seconds())
+			ratio := "-"
+			if offRate > 0 {
+				ratio = fmt.Sprintf("%.2f", rate/offRate)
+			}
+			t.Logf("%-5d %-34s %8d %10d %6dK %9d %8d %12v %6d %6.1f %6.1f %9.0f %9s", skew, run.name, total, r.peak, r.bytes>>10, r.windows,
+				r.endPeak, r.spread.Round(time.Minute), r.paused, r.read99.Seconds(), r.wall.Seconds(), rate, ratio)
 			t.Logf("      peak state at %v, %d records read", r.peakAt.Round(100*time.Millisecond), r.peakRead)
 		}
 		c.Close()
 	}
+}
+
+// backfillConfig is one configuration of the backfill's read.
+type backfillConfig struct {
+	key      string
+	name     string
+	align    bool
+	buffer   int
+	interval int64 // update_interval_millis; 0: the default, 1 s
+	idle     int64 // idle_timeout_millis
+	coalesce *bool // coalesce_watermarks; nil: the default, true
+}
+
+var everyPoll = false
+
+// backfillRunsAt returns the configurations -backfill_runs asks for at
+// skew, "off" first (the ratio column divides by it).
+func backfillRunsAt(skew int) []backfillConfig {
+	var out []backfillConfig
+	for _, run := range []backfillConfig{
+		{key: "off", name: "alignment off"},
+		{key: "drift", name: "30 s max drift", align: true, idle: 1000},
+		// The watermark as it was before coalescing: forwarded after
+		// every poll, however far behind the job is.
+		{key: "drift0", name: "30 s drift, watermark every poll", align: true, idle: 1000, coalesce: &everyPoll},
+		// A partition runs dry after three update intervals of quiet,
+		// and the staggered log ends make eleven such waits in turn at
+		// the end of an aligned run: a shorter interval shows how much
+		// of its wall time they are.
+		{key: "drift250", name: "30 s drift, 250 ms update", align: true, interval: 250, idle: 1000},
+		// Without an idle timeout the partition whose log ends first
+		// keeps its watermark (it may get more records), so the
+		// windows of the other partitions' last minutes stay open
+		// until the source ends.
+		{key: "noidle", name: "30 s drift, no idle timeout", align: true},
+		// The tail is about one idle timeout per partition whose log ends
+		// after another's: a shorter one shortens it.
+		{key: "idle200", name: "30 s drift, 200 ms idle timeout", align: true, idle: 200},
+		{key: "buffer3", name: "30 s max drift, buffer 3", align: true, buffer: 3, idle: 1000},
+	} {
+		if skew != 12 && run.buffer != 0 || !strings.Contains(","+*backfillRuns+",", ","+run.key+",") {
+			continue
+		}
+		out = append(out, run)
+	}
+	return out
+}
+
+// config returns the read's configuration of run over c's topic.
+func (run backfillConfig) config(c *kfake.Cluster, total int) kafkaio.ReadConfig {
+	cfg := kafkaio.ReadConfig{BootstrapServers: c.ListenAddrs(), Topics: []string{"events"}, MaxRecords: int64(total),
+		// A fixed number of bytes per partition and fetch, so that
+		// partitions advance at speeds in event time set by their
+		// record sizes. Smaller fetches would align more finely but
+		// make the slowest partition's tail a round trip per record
+		// or two.
+		ConsumerConfig:     map[string]string{"max.partition.fetch.bytes": fmt.Sprint(*backfillFetchBytes)},
+		CoalesceWatermarks: run.coalesce}
+	if run.align {
+		// A partition that has read its whole log stops holding the
+		// bound once it is dry (docs/kafka.md); the idle timeout
+		// lets the watermark pass it too.
+		buffer := run.buffer
+		cfg.AlignmentGroup, cfg.MaxDriftMillis, cfg.SampleBuffer = "backfill", 30_000, &buffer
+		cfg.UpdateIntervalMillis, cfg.IdleTimeoutMillis = run.interval, run.idle
+	}
+	return cfg
+}
+
+// medianWall returns the result of median wall time (the lower middle of
+// an even number).
+func medianWall(rs []backfillResult) backfillResult {
+	s := slices.Clone(rs)
+	slices.SortFunc(s, func(a, b backfillResult) int { return cmp.Compare(a.wall, b.wall) })
+	return s[(len(s)-1)/2]
 }
 
 // backfillTopic makes a broker whose topic "events" holds three days of
@@ -193,12 +253,17 @@ type backfillResult struct {
 	wall                           time.Duration
 	peakAt                         time.Duration // when the peak state was sampled
 	peakRead                       int64         // records read then
+	// read99 is when the source had read 99% of the records (to a
+	// sample's precision): the rest of the wall time is the tail, where
+	// the partitions whose logs end last wait in turn for those that
+	// ended before them to go idle.
+	read99 time.Duration
 }
 
 // backfillRun runs the backfill job once and samples, while it runs, the
 // job's store for user state records and its metrics for the source's
 // spread and paused partitions.
-func backfillRun(t *testing.T, cfg kafkaio.ReadConfig) (r backfillResult) {
+func backfillRun(t *testing.T, cfg kafkaio.ReadConfig, total int) (r backfillResult) {
 	beam.Init()
 	p, s := beam.NewPipelineWithRoot()
 	keys := beam.WindowInto(s, window.NewFixedWindows(time.Minute), beam.ParDo(s, kafkaKey, kafkaio.Read(s, cfg)))
@@ -227,6 +292,9 @@ func backfillRun(t *testing.T, cfg kafkaio.ReadConfig) (r backfillResult) {
 		// The gauges are read after the store: a source that has finished
 		// by now had finished, or nearly, when the store was scanned.
 		g := sourceGauges(jobs[len(jobs)-1])
+		if r.read99 == 0 && g.records*100 >= int64(total)*99 {
+			r.read99 = time.Since(start)
+		}
 		r.spread, r.paused, r.samples = max(r.spread, g.spread), max(r.paused, g.paused), r.samples+1
 		if g.finished {
 			// The end of the read: the records the reader delivered while
