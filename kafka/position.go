@@ -33,6 +33,10 @@ type Position struct {
 	// restored reader's never goes below it, though the minimum over its
 	// restored partitions may (one back from idleness, behind).
 	Watermark *mtime.Time `json:"watermark,omitempty"`
+	// Stop maps topic → partition → the offset it ends at, for a read
+	// with kafkaio.StopLatest: a restored read ends where the first run
+	// would have, not at the ends when it is restored.
+	Stop map[string]map[int32]int64 `json:"stop,omitempty"`
 }
 
 // Position returns the reader's position now.
@@ -50,6 +54,15 @@ func (r *Reader) Position() Position {
 		}
 		pos.Next[p.topic][p.id] = p.next
 		pos.Marks[p.topic][p.id] = r.splits.Mark(watermarkmgr.SplitID(i))
+		if p.stop >= 0 {
+			if pos.Stop == nil {
+				pos.Stop = map[string]map[int32]int64{}
+			}
+			if pos.Stop[p.topic] == nil {
+				pos.Stop[p.topic] = map[int32]int64{}
+			}
+			pos.Stop[p.topic][p.id] = p.stop
+		}
 	}
 	return pos
 }

@@ -165,6 +165,9 @@ func Open(ctx context.Context, cfg *kafkaio.ReadConfig, opts ReaderOptions) (*Re
 	adm := kadm.NewClient(cl)
 	for attempt := 0; ; attempt++ {
 		r.parts, err = resolve(ctx, adm, r.name, cfg, opts.Assign)
+		if err == nil && cfg.Stop != "" {
+			err = r.listStops(ctx, adm)
+		}
 		if err == nil {
 			break
 		}
@@ -182,6 +185,7 @@ func Open(ctx context.Context, cfg *kafkaio.ReadConfig, opts ReaderOptions) (*Re
 		cl.Close()
 		return nil, err
 	}
+	r.resumeStops(opts.Resume)
 	if cfg.MaxRecords > 0 {
 		r.budget = opts.Budget
 		if r.budget == nil {
@@ -217,6 +221,18 @@ func Open(ctx context.Context, cfg *kafkaio.ReadConfig, opts ReaderOptions) (*Re
 		r.ends = now.Add(time.Duration(cfg.MaxReadTimeMillis) * time.Millisecond)
 	}
 	cl.AddConsumePartitions(consume)
+	if cfg.Stop != "" {
+		// Partitions empty to their stop, or restored there, end now.
+		if all, err := r.endStopped(); err != nil {
+			cl.Close()
+			return nil, err
+		} else if all {
+			if err := r.finish(); err != nil {
+				cl.Close()
+				return nil, err
+			}
+		}
+	}
 	r.updateStats()
 	return r, nil
 }
@@ -351,7 +367,7 @@ func (r *Reader) Poll(ctx context.Context) ([]Record, error) {
 	var err error
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		i, ok := r.index[fp.Topic][fp.Partition]
-		if !ok || err != nil {
+		if !ok || err != nil || r.parts[i].ended {
 			return
 		}
 		p := &r.parts[i]
@@ -359,6 +375,9 @@ func (r *Reader) Poll(ctx context.Context) ([]Record, error) {
 			p.high = fp.HighWatermark
 		}
 		for _, rec := range fp.Records {
+			if p.stop >= 0 && rec.Offset >= p.stop {
+				break // past the partition's end: not read
+			}
 			if rec.Attrs.IsControl() {
 				p.skipTo = rec.Offset + 1
 				p.skip()
@@ -407,6 +426,15 @@ func (r *Reader) endPoll(out []Record, now time.Time, release bool) ([]Record, e
 		var err error
 		if out, err = r.release(out, now); err != nil {
 			return nil, err
+		}
+	}
+	if r.cfg.Stop != "" {
+		all, err := r.endStopped()
+		if err != nil {
+			return nil, err
+		}
+		if all {
+			return out, r.finish()
 		}
 	}
 	if err := r.align(now); err != nil {
@@ -562,7 +590,7 @@ func (r *Reader) align(now time.Time) error {
 	decisions := r.group.sync(r.name, r.reportStates(), now)
 	var pause, resume map[string][]int32
 	for i, p := range decisions {
-		if i >= len(r.parts) {
+		if i >= len(r.parts) || r.parts[i].ended {
 			continue
 		}
 		p = p || len(r.parts[i].held) > 0

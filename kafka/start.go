@@ -35,6 +35,10 @@ type partition struct {
 	// skipTo is the offset after the last transaction marker fetched:
 	// next moves there once every record before it is delivered.
 	skipTo int64
+	// stop is the offset the partition ends at (kafkaio.StopLatest), -1
+	// for none; ended says it has (Reader.endStopped).
+	stop  int64
+	ended bool
 }
 
 // skip moves next past the transaction markers fetched, unless records
@@ -75,7 +79,7 @@ func resolve(ctx context.Context, adm *kadm.Client, source string, cfg *kafkaio.
 		}
 		for _, p := range d.Partitions {
 			if assign.Owns(t, p.Partition) {
-				parts = append(parts, partition{topic: t, id: p.Partition, high: -1})
+				parts = append(parts, partition{topic: t, id: p.Partition, high: -1, stop: -1})
 			}
 		}
 	}

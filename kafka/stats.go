@@ -67,8 +67,10 @@ func (r *Reader) updateStats() {
 			lag = max(p.high-p.next, 0)
 		}
 		s.Partitions[i] = PartitionStats{Topic: p.topic, Partition: p.id, Watermark: st.Watermark,
-			Next: p.next, Lag: lag, LastTimestamp: p.last, Read: p.read, Paused: r.paused[i], Idle: st.Idle}
-		if r.paused[i] {
+			Next: p.next, Lag: lag, LastTimestamp: p.last, Read: p.read, Paused: r.paused[i] && !p.ended, Idle: st.Idle}
+		// A partition read to its stop is not fetched any more, but not
+		// paused by alignment either.
+		if r.paused[i] && !p.ended {
 			s.Paused++
 		}
 		if !st.Idle && !st.Ended && st.Watermark > mtime.MinTimestamp {

@@ -21,6 +21,15 @@ const (
 	StartTime      = "time"      // the first offset at or after StartTimeMillis, in every partition
 )
 
+// Stop positions of a read: where each partition ends.
+const (
+	// StopLatest ends each partition at the end it had when the read
+	// first started (its last stable offset under read_committed), as
+	// Flink's KafkaSource.setBounded(OffsetsInitializer.latest()): a
+	// backfill of what is there now.
+	StopLatest = "latest"
+)
+
 // Timestamp policies: where a record's event time comes from.
 const (
 	TimeCreate       = "create_time"     // the producer's timestamp (Kafka's default)
@@ -73,6 +82,13 @@ type ReadConfig struct {
 	// poll, each of which makes it fire timers in bundles of their own.
 	// false sends the watermark after every poll that moves it.
 	CoalesceWatermarks *bool `json:"coalesce_watermarks,omitempty"`
+
+	// Stop, if StopLatest, makes the read bounded by the partitions' ends
+	// when it first starts: each partition ends (and leaves the watermark
+	// and its alignment group) as soon as it is read to there, and the
+	// read ends with the last. A restored read keeps the ends it started
+	// with. Empty means no end.
+	Stop string `json:"stop,omitempty"`
 
 	// MaxRecords and MaxReadTimeMillis make the read bounded: it ends after
 	// that many records in total, or that long. 0 means unbounded.
@@ -145,6 +161,11 @@ func (c *ReadConfig) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("unknown start %q", c.Start))
 	}
+	switch c.Stop {
+	case "", StopLatest:
+	default:
+		errs = append(errs, fmt.Errorf("unknown stop %q (want %q or none)", c.Stop, StopLatest))
+	}
 	switch c.TimestampPolicy {
 	case "", TimeCreate, TimeLogAppend, TimeProcessing, TimeFromPipeline:
 	default:
@@ -170,7 +191,7 @@ func (c *ReadConfig) Validate() error {
 }
 
 // Bounded reports whether the read ends by itself.
-func (c *ReadConfig) Bounded() bool { return c.MaxRecords > 0 || c.MaxReadTimeMillis > 0 }
+func (c *ReadConfig) Bounded() bool { return c.MaxRecords > 0 || c.MaxReadTimeMillis > 0 || c.Stop != "" }
 
 // Validate reports what is wrong with the configuration.
 func (c *WriteConfig) Validate() error {

@@ -30,7 +30,7 @@ var backfillBench = flag.Bool("backfill", false, "run the Kafka backfill benchma
 
 var (
 	backfillSkews      = flag.String("backfill_skews", "1,4,12", "skews to run, comma-separated")
-	backfillRuns       = flag.String("backfill_runs", "off,drift,drift0,drift250,noidle,idle200,buffer3", "runs to make at each skew, comma-separated (buffer3 at skew 12 only)")
+	backfillRuns       = flag.String("backfill_runs", "off,offstop,drift,driftstop,drift0,drift250,noidle,idle200,buffer3", "runs to make at each skew, comma-separated (buffer3 at skew 12 only)")
 	backfillFetchBytes = flag.Int("backfill_fetch_bytes", 8192, "bytes per partition and fetch, and per produced batch")
 	backfillSample     = flag.Duration("backfill_sample", 100*time.Millisecond, "how often to sample the job's store")
 	backfillRepeat     = flag.Int("backfill_repeat", 1, "rounds of every run at each skew; rows are medians")
@@ -112,6 +112,10 @@ type backfillConfig struct {
 	interval int64 // update_interval_millis; 0: the default, 1 s
 	idle     int64 // idle_timeout_millis
 	coalesce *bool // coalesce_watermarks; nil: the default, true
+	// stop reads each partition to its end at the start (stop "latest")
+	// instead of max_records in all: a partition then ends, and leaves
+	// the watermark and the group, as soon as it is read.
+	stop bool
 }
 
 var everyPoll = false
@@ -122,7 +126,9 @@ func backfillRunsAt(skew int) []backfillConfig {
 	var out []backfillConfig
 	for _, run := range []backfillConfig{
 		{key: "off", name: "alignment off"},
+		{key: "offstop", name: "alignment off, stop at log ends", stop: true},
 		{key: "drift", name: "30 s max drift", align: true, idle: 1000},
+		{key: "driftstop", name: "30 s drift, stop at log ends", align: true, idle: 1000, stop: true},
 		// The watermark as it was before coalescing: forwarded after
 		// every poll, however far behind the job is.
 		{key: "drift0", name: "30 s drift, watermark every poll", align: true, idle: 1000, coalesce: &everyPoll},
@@ -159,6 +165,9 @@ func (run backfillConfig) config(c *kfake.Cluster, total int) kafkaio.ReadConfig
 		// or two.
 		ConsumerConfig:     map[string]string{"max.partition.fetch.bytes": fmt.Sprint(*backfillFetchBytes)},
 		CoalesceWatermarks: run.coalesce}
+	if run.stop {
+		cfg.MaxRecords, cfg.Stop = 0, kafkaio.StopLatest
+	}
 	if run.align {
 		// A partition that has read its whole log stops holding the
 		// bound once it is dry (docs/kafka.md); the idle timeout
