@@ -191,7 +191,9 @@ func (c *ReadConfig) Validate() error {
 }
 
 // Bounded reports whether the read ends by itself.
-func (c *ReadConfig) Bounded() bool { return c.MaxRecords > 0 || c.MaxReadTimeMillis > 0 || c.Stop != "" }
+func (c *ReadConfig) Bounded() bool {
+	return c.MaxRecords > 0 || c.MaxReadTimeMillis > 0 || c.Stop != ""
+}
 
 // Validate reports what is wrong with the configuration.
 func (c *WriteConfig) Validate() error {
