@@ -101,6 +101,13 @@ auto.create.topics.enable=false
 num.network.threads=2
 num.io.threads=2
 num.recovery.threads.per.data.dir=1
+# No time-based retention. Tests and benchmarks write records stamped in
+# the past (the crash test from 2026-01-01, the read benchmark from 2023),
+# and Kafka deletes a segment once its newest timestamp is older than
+# log.retention.ms (7 days by default): its retention check, every 5
+# minutes and after a restart, moved the log start past readers in the
+# middle of the log, which then failed with OFFSET_OUT_OF_RANGE.
+log.retention.ms=-1
 EOF
   cat > "$dir/log4j2.yaml" <<EOF
 Configuration:
