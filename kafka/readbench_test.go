@@ -21,9 +21,9 @@ import (
 
 var (
 	readBench         = flag.Bool("readbench", false, "run the Kafka read throughput benchmark (make bench-kafka-read)")
-	readBenchRecords  = flag.Int("readbench_records", 400_000, "records in the topic, spread evenly over its partitions")
+	readBenchRecords  = flag.Int("readbench_records", 4_000_000, "records in the topic, spread evenly over its partitions")
 	readBenchValue    = flag.Int("readbench_value", 200, "bytes per record value")
-	readBenchRuns     = flag.Int("readbench_runs", 3, "runs per parallelism; the table shows their median")
+	readBenchRuns     = flag.Int("readbench_runs", 5, "runs per parallelism; the table shows their median")
 	readBenchSubtasks = flag.String("readbench_subtasks", "1,2,4", "source parallelisms to run, comma-separated")
 )
 
