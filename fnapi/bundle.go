@@ -106,9 +106,7 @@ type bundle struct {
 	// out queues the output of a streamed bundle (BundleRequest.Stream)
 	// until Process hands it over; nil for a bundle that is not.
 	out *outQueue
-	// held counts the output bytes of a bundle that is not streamed;
 	// limit and onLimit are the request's OutputLimit and OnOutputLimit.
-	held    int
 	limit   int
 	onLimit func()
 }
@@ -125,7 +123,6 @@ func (b *bundle) receive(d *fnpb.Elements_Data) {
 		b.out.push(d.GetTransformId(), d.GetData())
 	} else {
 		buf.add(d.GetData())
-		b.held += len(d.GetData())
 	}
 	if b.onLimit != nil && len(d.GetData()) > 0 && b.heldLocked() >= b.limit {
 		b.onLimit()
@@ -140,7 +137,11 @@ func (b *bundle) heldLocked() int {
 	if b.out != nil {
 		return b.out.size()
 	}
-	return b.held
+	n := 0
+	for _, o := range b.outputs {
+		n += o.n
+	}
+	return n
 }
 
 // lastLocked counts one output stream (a sink or a timer family) ended; the
@@ -372,10 +373,7 @@ func (w *Worker) Buffered(instruction string) int {
 	if b == nil {
 		return 0
 	}
-	if b.out != nil {
-		return b.out.size()
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.held
+	return b.heldLocked()
 }
