@@ -223,14 +223,9 @@ func Open(ctx context.Context, cfg *kafkaio.ReadConfig, opts ReaderOptions) (*Re
 	cl.AddConsumePartitions(consume)
 	if cfg.Stop != "" {
 		// Partitions empty to their stop, or restored there, end now.
-		if all, err := r.endStopped(); err != nil {
+		if err := r.endStopped(); err != nil {
 			cl.Close()
 			return nil, err
-		} else if all {
-			if err := r.finish(); err != nil {
-				cl.Close()
-				return nil, err
-			}
 		}
 	}
 	r.updateStats()
@@ -367,7 +362,7 @@ func (r *Reader) Poll(ctx context.Context) ([]Record, error) {
 	var err error
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		i, ok := r.index[fp.Topic][fp.Partition]
-		if !ok || err != nil || r.parts[i].ended {
+		if !ok || err != nil || r.ended(i) {
 			return
 		}
 		p := &r.parts[i]
@@ -429,12 +424,8 @@ func (r *Reader) endPoll(out []Record, now time.Time, release bool) ([]Record, e
 		}
 	}
 	if r.cfg.Stop != "" {
-		all, err := r.endStopped()
-		if err != nil {
-			return nil, err
-		}
-		if all {
-			return out, r.finish()
+		if err := r.endStopped(); err != nil || r.done {
+			return out, err
 		}
 	}
 	if err := r.align(now); err != nil {
@@ -590,7 +581,7 @@ func (r *Reader) align(now time.Time) error {
 	decisions := r.group.sync(r.name, r.reportStates(), now)
 	var pause, resume map[string][]int32
 	for i, p := range decisions {
-		if i >= len(r.parts) || r.parts[i].ended {
+		if i >= len(r.parts) || r.ended(i) {
 			continue
 		}
 		p = p || len(r.parts[i].held) > 0

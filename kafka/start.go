@@ -36,9 +36,8 @@ type partition struct {
 	// next moves there once every record before it is delivered.
 	skipTo int64
 	// stop is the offset the partition ends at (kafkaio.StopLatest), -1
-	// for none; ended says it has (Reader.endStopped).
-	stop  int64
-	ended bool
+	// for none (Reader.endStopped).
+	stop int64
 }
 
 // skip moves next past the transaction markers fetched, unless records

@@ -67,10 +67,10 @@ func (r *Reader) updateStats() {
 			lag = max(p.high-p.next, 0)
 		}
 		s.Partitions[i] = PartitionStats{Topic: p.topic, Partition: p.id, Watermark: st.Watermark,
-			Next: p.next, Lag: lag, LastTimestamp: p.last, Read: p.read, Paused: r.paused[i] && !p.ended, Idle: st.Idle}
+			Next: p.next, Lag: lag, LastTimestamp: p.last, Read: p.read, Paused: r.paused[i] && !st.Ended, Idle: st.Idle}
 		// A partition read to its stop is not fetched any more, but not
 		// paused by alignment either.
-		if r.paused[i] && !p.ended {
+		if r.paused[i] && !st.Ended {
 			s.Paused++
 		}
 		if !st.Idle && !st.Ended && st.Watermark > mtime.MinTimestamp {

@@ -61,27 +61,35 @@ func (r *Reader) resumeStops(pos *Position) {
 
 // endStopped ends every partition that has delivered everything before
 // its stop offset: its fetches stop and its split ends, so it leaves the
-// watermark minimum and the alignment group. It reports whether every
-// partition has ended.
-func (r *Reader) endStopped() (bool, error) {
+// watermark minimum and the alignment group. Once every partition has
+// ended, the read does (finish).
+func (r *Reader) endStopped() error {
 	var pause map[string][]int32
 	all := true
 	for i := range r.parts {
 		p := &r.parts[i]
-		if !p.ended && p.stop >= 0 && p.next >= p.stop && len(p.held) == 0 {
+		ended := r.ended(i)
+		if !ended && p.stop >= 0 && p.next >= p.stop && len(p.held) == 0 {
 			if err := r.splits.End(watermarkmgr.SplitID(i)); err != nil {
-				return false, fmt.Errorf("kafka source %s: topic %q partition %d: %w", r.name, p.topic, p.id, err)
+				return fmt.Errorf("kafka source %s: topic %q partition %d: %w", r.name, p.topic, p.id, err)
 			}
-			p.ended = true
+			ended = true
 			if !r.paused[i] {
 				pause = addTP(pause, p.topic, p.id)
 				r.paused[i] = true
 			}
 		}
-		all = all && p.ended
+		all = all && ended
 	}
 	if pause != nil {
 		r.client.PauseFetchPartitions(pause)
 	}
-	return all, nil
+	if all {
+		return r.finish()
+	}
+	return nil
 }
+
+// ended reports whether partition i has ended: read to its stop, or the
+// whole read finished.
+func (r *Reader) ended(i int) bool { return r.splits.State(watermarkmgr.SplitID(i)).Ended }
