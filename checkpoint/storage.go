@@ -437,10 +437,28 @@ func syncDir(fs vfs.FS, dir string) error {
 
 // List returns the ids of the visible checkpoints, newest first. It does
 // not verify them.
-func (s *Storage) List() ([]ID, error) {
-	names, err := s.fs.List(s.dir)
+func (s *Storage) List() ([]ID, error) { return listComplete(s.fs, s.dir) }
+
+// ListComplete returns the completed checkpoints in the root dir, newest
+// first, none if dir does not exist. Unlike OpenStorage it changes
+// nothing, so it is what reads a root without holding its lock (LockRoot):
+// the unfinished checkpoint OpenStorage would remove may be another job's,
+// in flight.
+func ListComplete(fs vfs.FS, dir string) ([]ID, error) {
+	if fs == nil {
+		fs = vfs.Default
+	}
+	ids, err := listComplete(fs, dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return ids, err
+}
+
+func listComplete(fs vfs.FS, dir string) ([]ID, error) {
+	names, err := fs.List(dir)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint: list %s: %w", s.dir, err)
+		return nil, fmt.Errorf("checkpoint: list %s: %w", dir, err)
 	}
 	var ids []ID
 	for _, n := range names {

@@ -234,6 +234,36 @@ func TestLeftoverTmpIsIgnoredAndRemoved(t *testing.T) {
 	}
 }
 
+// TestListCompleteOnlyReads: ListComplete, which reads a root without its
+// lock, lists the completed checkpoints and leaves another job's
+// checkpoint in flight where it is; a root not made yet lists none.
+func TestListCompleteOnlyReads(t *testing.T) {
+	fs := vfs.NewMem()
+	s := openMem(t, fs, 3)
+	for _, id := range []ID{1, 2} {
+		if err := writeCheckpoint(s, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := s.Begin(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFiles(w, 3); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := ListComplete(fs, "/job/checkpoints")
+	if err != nil || fmt.Sprint(ids) != "[2 1]" {
+		t.Fatalf("ListComplete = %v, %v; want [2 1]", ids, err)
+	}
+	if err := w.Commit(t0, &ManifestStats{Bytes: 42, Subtasks: 1}); err != nil {
+		t.Fatalf("the checkpoint in flight, after a ListComplete: %v", err)
+	}
+	if ids, err := ListComplete(fs, "/job/none"); err != nil || ids != nil {
+		t.Fatalf("ListComplete of a missing root = %v, %v; want none", ids, err)
+	}
+}
+
 // takesSpace reports whether an operation needs free space: on a full disk
 // it fails with ENOSPC, while reads and removals work.
 func takesSpace(k errorfs.OpKind) bool {

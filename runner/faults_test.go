@@ -460,6 +460,32 @@ func TestCheckpointFolderSharedAcrossProcesses(t *testing.T) {
 	}
 }
 
+// TestRefusedJobLeavesTheHoldersCheckpoint submits a job into a root
+// another job holds while that job is writing a checkpoint: the job is
+// refused, and the checkpoint in flight is where it was. (A job once read
+// the root before taking its lock, in a way that removed unfinished
+// checkpoints: the holder's checkpoint failed, the holder restarted, and
+// the refused job took the root in the restart's pause.)
+func TestRefusedJobLeavesTheHoldersCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	held, err := checkpoint.LockRoot(nil, dir, checkpoint.Holder{PID: os.Getpid(), Job: "holder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	inFlight := filepath.Join(dir, "chk-5.tmp")
+	if err := os.Mkdir(inFlight, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := map[string]string{CheckpointIntervalOption: "5ms", CheckpointDirOption: dir}
+	if _, _, err := runRestoreJob(t, "refused", "refused-1", opts, nil); err == nil || !strings.Contains(err.Error(), "must not share") {
+		t.Fatalf("a job into a held root: %v, want it refused", err)
+	}
+	if _, err := os.Stat(inFlight); err != nil {
+		t.Errorf("the holder's checkpoint in flight is gone after the refused job: %v", err)
+	}
+}
+
 // holdCheckpoints is the other process of
 // TestCheckpointFolderSharedAcrossProcesses: an endless job checkpointing
 // into dir, until the test kills this process.

@@ -41,7 +41,7 @@ type restarts struct {
 	attempts int
 	delay    time.Duration
 	// dir is the job's checkpoint root; "" when it takes no checkpoints.
-	dir, job string
+	dir string
 	// newest is the newest checkpoint in the root when the job last
 	// started or failed; restore says a checkpoint completed since the
 	// job started, so a restart resumes from the newest.
@@ -60,7 +60,7 @@ func newRestarts(j *Job, stateDir string) (*restarts, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &restarts{attempts: opts.RestartAttempts, delay: opts.RestartDelay, job: j.Name}
+	r := &restarts{attempts: opts.RestartAttempts, delay: opts.RestartDelay}
 	cfg, err := checkpointOptions(j, stateDir)
 	if err != nil || cfg == nil {
 		return r, err
@@ -72,13 +72,12 @@ func newRestarts(j *Job, stateDir string) (*restarts, error) {
 	return r, nil
 }
 
-// latest returns the newest checkpoint in the job's root, 0 if none.
+// latest returns the newest checkpoint in the job's root, 0 if none. It
+// only reads: the job does not hold the root here (before it starts, or
+// after an attempt released it), and another job holding it may have a
+// checkpoint in flight.
 func (r *restarts) latest() (checkpoint.ID, error) {
-	st, err := checkpoint.OpenStorage(checkpoint.StorageOptions{Dir: r.dir, Job: r.job})
-	if err != nil {
-		return 0, err
-	}
-	ids, err := st.List()
+	ids, err := checkpoint.ListComplete(nil, r.dir)
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
