@@ -127,13 +127,8 @@ func TestPanicContainedAtEveryPlace(t *testing.T) {
 		{place: contain.HTTPHandler, request: getMetrics(srv)},
 	} {
 		t.Run(string(tc.place), func(t *testing.T) {
-			if raceEnabled && tc.place == contain.FnData {
-				// The panic breaks the worker's data stream, and the Beam Go
-				// SDK's harness (a LOOPBACK worker in this binary) then calls
-				// Recv on it from a bundle's writer while its reader is in
-				// Recv too: Beam's race, as in the worker-kill tests
-				// (restart_test.go). The plain pass runs this case.
-				t.Skip("Beam Go SDK harness race on a broken data stream; runs without -race")
+			if tc.place == contain.FnData {
+				skipOnBeamDataRace(t, "a panic in the data handler")
 			}
 			fired.Store(0)
 			place.Store(&tc.place)

@@ -186,15 +186,7 @@ func allBlockLines(n int64) []string {
 func runKillJob(t *testing.T, dir string, blocks, from int64, waitSeen bool, opts map[string]string,
 	ready func(*Job) bool) (*Job, error) {
 	t.Helper()
-	if raceEnabled {
-		// The LOOPBACK workers run in this binary, and the Beam Go SDK's
-		// harness, its data stream broken by the kill, calls Recv on it
-		// from a bundle's writer (dataWriter.send, for the stream's error)
-		// while its reader goroutine is in Recv too: a race in Beam, which
-		// the detector charges to this test. The kill tests run in the
-		// plain pass of make test.
-		t.Skip("kills a LOOPBACK worker mid-bundle: the Beam Go SDK's harness then races on its broken data stream")
-	}
+	skipOnBeamDataRace(t, "killing a worker mid-bundle")
 	for k, v := range opts {
 		beam.PipelineOptions.Set(k, v)
 		defer beam.PipelineOptions.Set(k, "")
