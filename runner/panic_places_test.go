@@ -127,8 +127,12 @@ func TestPanicContainedAtEveryPlace(t *testing.T) {
 		{place: contain.HTTPHandler, request: getMetrics(srv)},
 	} {
 		t.Run(string(tc.place), func(t *testing.T) {
-			if tc.place == contain.FnData {
-				skipOnBeamDataRace(t, "a panic in the data handler")
+			switch tc.place {
+			case contain.FnControl, contain.FnData, contain.FnState, contain.FnLogging:
+				// Seen racing: data (dataWriter.send) and state (the
+				// harness closing its response channel under a bundle's
+				// send); control and logging end the same streams.
+				skipOnBeamDataRace(t, "a panic in an Fn API stream's handler")
 			}
 			fired.Store(0)
 			place.Store(&tc.place)
