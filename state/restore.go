@@ -25,6 +25,18 @@ func (sh *Shuffle) Seq() uint64 { return sh.seq }
 // Add.
 func (sh *Shuffle) SetSeq(seq uint64) error {
 	sh.seq = max(sh.seq, seq)
+	return sh.learnStored()
+}
+
+// learnStored marks the key groups the store holds records of for this
+// shuffle (a restore imported them), and has the shuffle keep its values in
+// the store if there are any. It runs once, before the shuffle first reads
+// or writes.
+func (sh *Shuffle) learnStored() error {
+	if sh.learned {
+		return nil
+	}
+	sh.learned = true
 	lo := append(append([]byte(nil), sh.ns...), byte(KindShuffle))
 	hi := append(append([]byte(nil), sh.ns...), byte(KindShuffle)+1)
 	it, err := sh.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
@@ -39,6 +51,10 @@ func (sh *Shuffle) SetSeq(seq uint64) error {
 		}
 		kg := int(binary.BigEndian.Uint16(k[len(lo):]))
 		sh.used[kg/8] |= 1 << (kg % 8)
+		// Held in the store: the shuffle goes on there (sh.mem's rule).
+		if err := sh.spill(); err != nil {
+			return err
+		}
 		// Skip the rest of the key group: one seek per group, not a scan.
 		valid = it.SeekGE(sh.groupEnd(nil, kg))
 	}

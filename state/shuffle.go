@@ -18,11 +18,17 @@ type Shuffle struct {
 	db    *pebble.DB
 	ns    []byte
 	buf   sortBuffer // writes not yet committed
-	seq   uint64
-	used  [1 << 16 / 8]byte // bitset of key groups written
-	key   []byte            // scratch
-	val   []byte            // scratch
-	cur   []byte            // scratch: the store key prefix of the group being read
+	// mem holds the values while they fit in memory (memshuffle.go); nil
+	// once they spilled to the store, for the rest of the shuffle's life.
+	// While it is set, the store holds none of this shuffle's records.
+	mem *memGroups
+	// learned says learnStored ran (restore.go).
+	learned bool
+	seq     uint64
+	used    [1 << 16 / 8]byte // bitset of key groups written
+	key     []byte            // scratch
+	val     []byte            // scratch
+	cur     []byte            // scratch: the store key prefix of the group being read
 
 	hold HoldOptions
 	// held are the groups this shuffle holds for consumers, sorted by
@@ -37,7 +43,11 @@ type Shuffle struct {
 // NewShuffle returns the shuffle buffer of namespace ns (for example the
 // stage and subtask).
 func (s *Store) NewShuffle(ns string) *Shuffle {
-	return &Shuffle{store: s, db: s.db, ns: append(binary.AppendUvarint(nil, uint64(len(ns))), ns...)}
+	sh := &Shuffle{store: s, db: s.db, ns: append(binary.AppendUvarint(nil, uint64(len(ns))), ns...)}
+	if s.shuffleMemLimit > 0 {
+		sh.mem = newMemGroups(s, ns)
+	}
+	return sh
 }
 
 func appendTime(b []byte, t mtime.Time) []byte {
@@ -67,40 +77,87 @@ func (sh *Shuffle) Add(kg int, end mtime.Time, window, key []byte, ts mtime.Time
 	if kg < 0 || kg >= 1<<16 {
 		return fmt.Errorf("state: key group %d out of range", kg)
 	}
+	if err := sh.learnStored(); err != nil {
+		return err
+	}
 	sh.used[kg/8] |= 1 << (kg % 8)
+	if sh.mem != nil {
+		sh.key = sh.recordPrefix(sh.key[:0], kg, end, window, key)
+		if sh.mem.add(sh.key, end, ts, value) {
+			return nil
+		}
+		if err := sh.spill(); err != nil {
+			return err
+		}
+	}
 	sh.seq++
-	k := sh.recordKey(sh.key[:0], kg, end, window, key, sh.seq)
+	k := binary.BigEndian.AppendUint64(sh.recordPrefix(sh.key[:0], kg, end, window, key), sh.seq)
 	v := appendTime(sh.val[:0], ts)
 	v = append(v, value...)
 	sh.key, sh.val = k, v
 	// A value's run is its key's in its window: what precedes the
 	// sequence number, which grows.
+	return sh.buffer(k, v)
+}
+
+// buffer adds the record k, v to the sort buffer, committing it when full.
+func (sh *Shuffle) buffer(k, v []byte) error {
 	sh.buf.add(k, v, len(k)-8)
 	if sh.buf.size() >= maxBatch {
-		return sh.Flush()
+		return sh.commit()
 	}
 	return nil
 }
 
-// recordKey is the store key of a shuffle record: key group, window end,
-// window, key, and a sequence number that keeps the values of a key in the
-// order they came.
-func (sh *Shuffle) recordKey(b []byte, kg int, end mtime.Time, window, key []byte, seq uint64) []byte {
+// recordPrefix is the store key of a shuffle record but its last part:
+// key group, window end, window, key. A sequence number follows, which
+// keeps the values of a key in the order they came.
+func (sh *Shuffle) recordPrefix(b []byte, kg int, end mtime.Time, window, key []byte) []byte {
 	b = sh.groupPrefix(b, kg)
 	b = appendTime(b, end)
 	b = binary.AppendUvarint(b, uint64(len(window)))
 	b = append(b, window...)
 	b = binary.AppendUvarint(b, uint64(len(key)))
-	b = append(b, key...)
-	return binary.BigEndian.AppendUint64(b, seq)
+	return append(b, key...)
+}
+
+// spill writes the values held in memory to the store, numbered in the
+// order each group's came, and has the shuffle write there from now on.
+func (sh *Shuffle) spill() error {
+	m := sh.mem
+	if m == nil {
+		return nil
+	}
+	sh.mem = nil
+	defer m.release()
+	for _, r := range m.runs {
+		err := m.each(r, func(v []byte) error {
+			sh.seq++
+			sh.key = binary.BigEndian.AppendUint64(append(sh.key[:0], r.prefix...), sh.seq)
+			return sh.buffer(sh.key, v)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // maxBatch bounds the bytes a shuffle buffer holds in a batch before it
 // commits them to the store.
 const maxBatch = 4 << 20
 
-// Flush makes buffered writes visible.
+// Flush writes everything added to the store, where a snapshot sees it;
+// values held in memory spill.
 func (sh *Shuffle) Flush() error {
+	if err := sh.spill(); err != nil {
+		return err
+	}
+	return sh.commit()
+}
+
+// commit makes the sort buffer's writes visible.
+func (sh *Shuffle) commit() error {
 	if sh.buf.size() == 0 {
 		return nil
 	}
@@ -129,6 +186,19 @@ type Group struct {
 // window-end order within each key group, and deletes them, except the
 // held ones, which their consumers release.
 func (sh *Shuffle) Fire(wm mtime.Time, fn func(g *Group) error) error {
+	if err := sh.learnStored(); err != nil {
+		return err
+	}
+	if m := sh.mem; m != nil {
+		switch {
+		case m.empty() || m.minEnd >= wm:
+			return nil // nothing due, and the store holds none of this shuffle
+		case m.maxEnd < wm && (sh.hold.Above == 0 || m.maxRun <= sh.hold.Above):
+			return sh.fireMem(fn)
+		}
+		// Part of it is due, or a group is large enough to be held: the
+		// store does both.
+	}
 	if err := sh.Flush(); err != nil {
 		return err
 	}

@@ -123,7 +123,7 @@ func BenchmarkSortBufferShuffle(b *testing.B) {
 	keys := make([][]byte, 70_000)
 	for i := range keys {
 		key := binary.AppendUvarint(nil, uint64(i%1000))
-		keys[i] = sh.recordKey(nil, i%1000%128, mtime.EndOfGlobalWindowTime, nil, key, uint64(i))
+		keys[i] = binary.BigEndian.AppendUint64(sh.recordPrefix(nil, i%1000%128, mtime.EndOfGlobalWindowTime, nil, key), uint64(i))
 	}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -26,6 +26,10 @@ type Options struct {
 	// MemTableSize is the size of one memtable in bytes; default 32 MiB.
 	// At most MemTableStopWritesThreshold (4) of them are held.
 	MemTableSize uint64
+	// ShuffleMemory is the bytes the store's shuffles together keep in
+	// memory before a shuffle spills to Pebble (memshuffle.go); default
+	// 64 MiB, negative none.
+	ShuffleMemory int64
 }
 
 // EnsureDefaults fills unset options.
@@ -38,6 +42,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.MemTableSize == 0 {
 		o.MemTableSize = 32 << 20
+	}
+	if o.ShuffleMemory == 0 {
+		o.ShuffleMemory = 64 << 20
 	}
 }
 
@@ -73,7 +80,34 @@ type Store struct {
 	closed  bool
 	// holds are the fired groups consumers still read from the store.
 	holds holdTable
+	// shuffleMem is what the shuffles hold in memory, of at most
+	// shuffleMemLimit bytes.
+	shuffleMem      atomic.Int64
+	shuffleMemLimit int64
+	shuffleMemNS    sync.Map // namespace -> *atomic.Int64, its share
 }
+
+// shuffleMemOf returns the counter of the shuffle memory namespace ns
+// holds, which NamespaceBytes adds to what the store holds of it.
+func (s *Store) shuffleMemOf(ns string) *atomic.Int64 {
+	c, _ := s.shuffleMemNS.LoadOrStore(ns, new(atomic.Int64))
+	return c.(*atomic.Int64)
+}
+
+// reserveShuffleMemory takes n bytes of the shuffles' memory, if there are.
+func (s *Store) reserveShuffleMemory(n int64) bool {
+	for {
+		used := s.shuffleMem.Load()
+		if used+n > s.shuffleMemLimit {
+			return false
+		}
+		if s.shuffleMem.CompareAndSwap(used, used+n) {
+			return true
+		}
+	}
+}
+
+func (s *Store) releaseShuffleMemory(n int64) { s.shuffleMem.Add(-n) }
 
 // Err returns the store's first background failure, if any.
 func (s *Store) Err() error {
@@ -130,7 +164,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref()
-	s := &Store{dir: opts.Dir, fs: opts.FS, failedCh: make(chan struct{})}
+	s := &Store{dir: opts.Dir, fs: opts.FS, failedCh: make(chan struct{}), shuffleMemLimit: max(opts.ShuffleMemory, 0)}
 	s.popts = &pebble.Options{
 		EventListener: &pebble.EventListener{
 			BackgroundError: s.fail,
@@ -248,7 +282,8 @@ const namespaceScanLimit = 20_000
 // namespaceScanLimit records it takes Pebble's estimate of the range's
 // size on disk if that is larger, so a metric read every few seconds
 // never scans a large state whole. Data still in the memtable is only in
-// the exact count.
+// the exact count. A shuffle's values held in memory (memshuffle.go)
+// count as the memory they hold.
 func (s *Store) NamespaceBytes(ns string) (int64, error) {
 	s.closing.RLock()
 	defer s.closing.RUnlock()
@@ -271,12 +306,16 @@ func (s *Store) NamespaceBytes(ns string) (int64, error) {
 	if err := it.Error(); err != nil {
 		return 0, fmt.Errorf("state: namespace size %s: %w", ns, err)
 	}
+	var mem int64
+	if c, ok := s.shuffleMemNS.Load(ns); ok {
+		mem = c.(*atomic.Int64).Load()
+	}
 	if records < namespaceScanLimit {
-		return n, nil
+		return n + mem, nil
 	}
 	disk, err := s.db.EstimateDiskUsage(lo, hi)
 	if err != nil {
 		return 0, fmt.Errorf("state: namespace size %s: %w", ns, err)
 	}
-	return max(n, int64(disk)), nil
+	return max(n, int64(disk)) + mem, nil
 }
