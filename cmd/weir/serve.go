@@ -19,6 +19,7 @@ import (
 	"github.com/weir-runner/weir/joboptions"
 	"github.com/weir-runner/weir/runner"
 	"github.com/weir-runner/weir/secure"
+	"github.com/weir-runner/weir/state"
 	"github.com/weir-runner/weir/telemetry"
 )
 
@@ -37,6 +38,7 @@ func serve(args []string, stdout io.Writer) error {
 	unlift := fs.Bool("adaptive-unlift", true, "run a lifted combine unlifted where its first bundle finds keys that do not repeat, unless a job's --weir_adaptive_unlift says otherwise")
 	adaptive := fs.Bool("adaptive-precombine", true, "convert inputs to accumulators one by one where a lifted combine's precombine does not reduce them, unless a job's --weir_adaptive_precombine says otherwise")
 	stream := fs.String("stream-bundle-output", "auto", "on: bundles' output goes downstream as the SDK sends it; off: when they end; auto: on for jobs that take checkpoints; for jobs whose --weir_stream_bundle_output is auto")
+	shuffleMem := fs.Int64("shuffle-memory", 64<<20, "bytes each job's shuffles may keep in memory before they spill to its state store (Pebble); a bounded input whose groups fit fires them without writing them; negative keeps none")
 	stateDir := fs.String("state-dir", "", "folder for what outlives a job, such as checkpoints under jobs/<job name>/checkpoints, which a job submitted again under its name resumes from (default: weir in the temporary directory)")
 	resume := fs.Bool("resume-jobs", true, "with --state-dir: keep a record of each running job and start again those that were running when the last server on that folder stopped (named jobs with checkpoints whose workers weir starts); they resume from their checkpoints")
 	debugAddr := fs.String("debug-addr", "", "if set, serve Go's net/http/pprof profiles on this address (e.g. localhost:6060)")
@@ -119,7 +121,8 @@ func serve(args []string, stdout io.Writer) error {
 		opts.StateDir = *stateDir
 	}
 	s := runner.NewServer(&runner.LocalExecutor{NoLift: !*lift, FixedPrecombine: !*adaptive, NoUnlift: !*unlift, StateDir: *stateDir,
-		NoMetrics: !*metricsOn, FnAPIHost: sf.fnAPIHost, StreamBundleOutput: *stream}, opts)
+		NoMetrics: !*metricsOn, FnAPIHost: sf.fnAPIHost, StreamBundleOutput: *stream,
+		Store: state.Options{ShuffleMemory: *shuffleMem}}, opts)
 
 	ctx, stopSignals := signal.NotifyContext(serveContext(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()

@@ -37,7 +37,7 @@ var (
 	records = flag.Int("records", 1000000, "synthetic records per source")
 	runs    = flag.Int("runs", 3, "runs per test and runner")
 	tests   = flag.String("tests", "pardo,group_by_key,combine,combine_lifted,combine_unlifted,cogbk,sideinput",
-		"load tests to run; combine_lifted, combine_fixed and combine_unlifted are combine with weir serving --adaptive-unlift=false, --adaptive-precombine=false or --combine-lifting=false, and any test with _streamed weir serving --stream-bundle-output=on (Prism as usual)")
+		"load tests to run; combine_lifted, combine_fixed and combine_unlifted are combine with weir serving --adaptive-unlift=false, --adaptive-precombine=false or --combine-lifting=false, any test with _streamed weir serving --stream-bundle-output=on, and with _nomem --shuffle-memory=-1 (Prism as usual)")
 	bin = flag.String("bin", "bin", "directory for the binaries")
 	out = flag.String("out", "", "markdown file to write the table to (e.g. docs/benchmarks.md)")
 
@@ -67,6 +67,7 @@ var variants = map[string]string{
 	"_fixed":    "--adaptive-precombine=false", // precombine in every bundle
 	"_lifted":   "--adaptive-unlift=false",     // stay lifted; convert where the precombine does not reduce
 	"_streamed": "--stream-bundle-output=on",   // bundles' output goes downstream as it arrives
+	"_nomem":    "--shuffle-memory=-1",         // shuffles write every value to the store
 }
 
 // loadBinary is the Beam load test a test name runs.
