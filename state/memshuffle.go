@@ -103,8 +103,9 @@ func (m *memGroups) add(prefix []byte, end, ts mtime.Time, value []byte) bool {
 		m.maxRun = max(m.maxRun, run.bytes)
 		return true
 	}
-	m.index[string(prefix)] = int32(len(m.runs))
-	m.runs = append(m.runs, memRun{prefix: string(prefix), first: e, last: e, bytes: len(value)})
+	p := string(prefix)
+	m.index[p] = int32(len(m.runs))
+	m.runs = append(m.runs, memRun{prefix: p, first: e, last: e, bytes: len(value)})
 	m.minEnd, m.maxEnd = min(m.minEnd, end), max(m.maxEnd, end)
 	m.maxRun = max(m.maxRun, len(value))
 	return true
