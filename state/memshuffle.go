@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 )
@@ -72,8 +73,11 @@ func (m *memGroups) add(prefix []byte, end, ts mtime.Time, value []byte) bool {
 	if !ok && !m.reserve(int64(len(prefix)+runCost)) {
 		return false
 	}
-	if int(m.n)%entBlock == 0 && !m.grow(int64(entBlock*16), func() { m.ents = append(m.ents, make([]memEnt, 0, entBlock)) }) {
-		return false
+	if int(m.n)%entBlock == 0 {
+		if !m.reserve(entBlock * int64(unsafe.Sizeof(memEnt{}))) {
+			return false
+		}
+		m.ents = append(m.ents, make([]memEnt, 0, entBlock))
 	}
 	size := 8 + len(value)
 	last := len(m.vals) - 1
@@ -83,9 +87,10 @@ func (m *memGroups) add(prefix []byte, end, ts mtime.Time, value []byte) bool {
 			c = min(2*cap(m.vals[last]), valBlock)
 		}
 		c = max(c, size)
-		if !m.grow(int64(c), func() { m.vals = append(m.vals, make([]byte, 0, c)) }) {
+		if !m.reserve(int64(c)) {
 			return false
 		}
+		m.vals = append(m.vals, make([]byte, 0, c))
 		last++
 	}
 	blk := m.vals[last]
@@ -114,15 +119,6 @@ func (m *memGroups) add(prefix []byte, end, ts mtime.Time, value []byte) bool {
 func (m *memGroups) ent(i int32) *memEnt { return &m.ents[i/entBlock][i%entBlock] }
 
 func (m *memGroups) value(e *memEnt) []byte { return m.vals[e.block][e.off : e.off+e.n] }
-
-// grow reserves n bytes of the store's shuffle memory and calls alloc.
-func (m *memGroups) grow(n int64, alloc func()) bool {
-	if !m.reserve(n) {
-		return false
-	}
-	alloc()
-	return true
-}
 
 func (m *memGroups) reserve(n int64) bool {
 	if !m.store.reserveShuffleMemory(n) {

@@ -44,6 +44,7 @@ func (sh *Shuffle) learnStored() error {
 		return fmt.Errorf("state: restore shuffle buffer: %w", err)
 	}
 	defer it.Close()
+	found := false
 	for valid := it.SeekGE(lo); valid; {
 		k := it.Key()
 		if len(k) < len(lo)+2 {
@@ -51,14 +52,15 @@ func (sh *Shuffle) learnStored() error {
 		}
 		kg := int(binary.BigEndian.Uint16(k[len(lo):]))
 		sh.used[kg/8] |= 1 << (kg % 8)
-		// Held in the store: the shuffle goes on there (sh.mem's rule).
-		if err := sh.spill(); err != nil {
-			return err
-		}
+		found = true
 		// Skip the rest of the key group: one seek per group, not a scan.
 		valid = it.SeekGE(sh.groupEnd(nil, kg))
 	}
-	return it.Error()
+	if err := it.Error(); err != nil || !found {
+		return err
+	}
+	// Held in the store: the shuffle goes on there (sh.mem's rule).
+	return sh.spill()
 }
 
 // Seq returns the user state's sequence counter.
