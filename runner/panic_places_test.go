@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
@@ -48,8 +49,60 @@ func holdUntilReleased(v int) int {
 
 func plusSide(v, side int) int { return v + side }
 
+// reached is closed when the armed place of TestPanicContainedAtEveryPlace
+// fires, for a job whose place need not come before its work ends.
+var reached struct {
+	sync.Mutex
+	c    chan struct{}
+	once *sync.Once
+}
+
+func armReached() {
+	reached.Lock()
+	defer reached.Unlock()
+	reached.c, reached.once = make(chan struct{}), new(sync.Once)
+}
+
+func markReached() {
+	reached.Lock()
+	c, once := reached.c, reached.once
+	reached.Unlock()
+	if once != nil {
+		once.Do(func() { close(c) })
+	}
+}
+
+// waitUntilReached holds its element until the armed place fired and the
+// newest job (its own) has failed for it, or a minute passed (then the
+// test fails on the job's success).
+func waitUntilReached(v int) int {
+	reached.Lock()
+	c := reached.c
+	reached.Unlock()
+	deadline := time.After(time.Minute)
+	select {
+	case <-c:
+	case <-deadline:
+		return v
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		jobs := inProcessServer().Jobs()
+		if st, _ := jobs[len(jobs)-1].State(); st != jobpb.JobState_RUNNING {
+			return v
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			return v
+		}
+	}
+}
+
 func init() {
 	register.Function1x1(holdUntilReleased)
+	register.Function1x1(waitUntilReached)
 	register.Function2x1(plusSide)
 }
 
@@ -89,6 +142,7 @@ func TestPanicContainedAtEveryPlace(t *testing.T) {
 	defer contain.SetHook(func(at contain.Place, job string) {
 		if p := place.Load(); p != nil && at == *p && job != string(good.ID) {
 			fired.Add(1)
+			markReached()
 			injectPanic(at)
 		}
 	})()
@@ -113,7 +167,9 @@ func TestPanicContainedAtEveryPlace(t *testing.T) {
 		{place: contain.FnControl, job: simpleJob},
 		{place: contain.FnData, job: simpleJob},
 		{place: contain.FnState, job: sideInputJob},
-		{place: contain.FnLogging, job: simpleJob},
+		// The Go SDK opens its logging stream beside its control
+		// stream, so a short job can end before the place fires.
+		{place: contain.FnLogging, job: jobAfterPanic},
 		{place: contain.FnProvision, job: simpleJob},
 		{place: contain.FnDescriptor, job: simpleJob},
 		{place: contain.Sampler, job: simpleJob},
@@ -135,6 +191,7 @@ func TestPanicContainedAtEveryPlace(t *testing.T) {
 				skipOnBeamDataRace(t, "a panic in an Fn API stream's handler")
 			}
 			fired.Store(0)
+			armReached()
 			place.Store(&tc.place)
 			defer place.Store(nil)
 			if tc.job != nil {
@@ -205,6 +262,13 @@ func runPanickingJob(t *testing.T, srv *Server, place contain.Place, job func(be
 
 func simpleJob(s beam.Scope) map[string]string {
 	passert.Sum(s, beam.ParDo(s, &countFn{}, beam.CreateList(s, []int{1, 2, 3})), "doubled", 3, 12)
+	return nil
+}
+
+// jobAfterPanic holds its element until the armed place fired, so the
+// panic comes while the job runs.
+func jobAfterPanic(s beam.Scope) map[string]string {
+	passert.Equals(s, beam.ParDo(s, waitUntilReached, beam.Create(s, 5)), 5)
 	return nil
 }
 
