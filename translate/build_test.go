@@ -180,3 +180,52 @@ func TestCombineLifting(t *testing.T) {
 		}
 	}
 }
+
+// TestCombineLiftingUnderTriggers checks a combine lifts under every
+// trigger that does not count elements, and stays unlifted under one that
+// does, wherever in the tree the count is.
+func TestCombineLiftingUnderTriggers(t *testing.T) {
+	count := &pipepb.Trigger{Trigger: &pipepb.Trigger_ElementCount_{ElementCount: &pipepb.Trigger_ElementCount{ElementCount: 2}}}
+	proc := &pipepb.Trigger{Trigger: &pipepb.Trigger_AfterProcessingTime_{AfterProcessingTime: &pipepb.Trigger_AfterProcessingTime{
+		TimestampTransforms: []*pipepb.TimestampTransform{{TimestampTransform: &pipepb.TimestampTransform_Delay_{Delay: &pipepb.TimestampTransform_Delay{DelayMillis: 1000}}}}}}}
+	repeat := func(t *pipepb.Trigger) *pipepb.Trigger {
+		return &pipepb.Trigger{Trigger: &pipepb.Trigger_Repeat_{Repeat: &pipepb.Trigger_Repeat{Subtrigger: t}}}
+	}
+	early := func(t *pipepb.Trigger) *pipepb.Trigger {
+		return &pipepb.Trigger{Trigger: &pipepb.Trigger_AfterEndOfWindow_{AfterEndOfWindow: &pipepb.Trigger_AfterEndOfWindow{EarlyFirings: t}}}
+	}
+	anyOf := func(ts ...*pipepb.Trigger) *pipepb.Trigger {
+		return &pipepb.Trigger{Trigger: &pipepb.Trigger_AfterAny_{AfterAny: &pipepb.Trigger_AfterAny{Subtriggers: ts}}}
+	}
+	for _, tc := range []struct {
+		name    string
+		trigger *pipepb.Trigger
+		lifted  bool
+	}{
+		{"default", &pipepb.Trigger{Trigger: &pipepb.Trigger_Default_{Default: &pipepb.Trigger_Default{}}}, true},
+		{"repeated processing time", repeat(proc), true},
+		{"early processing-time firings", early(repeat(proc)), true},
+		{"element count", count, false},
+		{"repeated element count", repeat(count), false},
+		{"early count firings", early(count), false},
+		{"count or processing time", repeat(anyOf(proc, count)), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pp := marshal(t, sumPerKeyPipeline())
+			for _, ws := range pp.GetComponents().GetWindowingStrategies() {
+				ws.Trigger = tc.trigger
+			}
+			plan, err := Build(pp, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lifted := false
+			for _, tr := range plan.Components.GetTransforms() {
+				lifted = lifted || tr.GetSpec().GetUrn() == URNCombinePGBKCV
+			}
+			if lifted != tc.lifted {
+				t.Errorf("lifted = %v, want %v", lifted, tc.lifted)
+			}
+		})
+	}
+}

@@ -13,8 +13,7 @@ import (
 // so that only one accumulator per key and bundle crosses the shuffle. It
 // returns the new leaves in order, or nil when the composite must run
 // unlifted: no combine payload, an input that is not a KV, or a trigger
-// that may fire more than once per window (a precombined pane would then
-// be counted again).
+// that counts elements (countsElements).
 func (b *builder) lift(id string, t *pipepb.PTransform) []string {
 	var pl pipepb.CombinePayload
 	if err := proto.Unmarshal(t.GetSpec().GetPayload(), &pl); err != nil || pl.GetAccumulatorCoderId() == "" {
@@ -31,7 +30,7 @@ func (b *builder) lift(id string, t *pipepb.PTransform) []string {
 		return nil
 	}
 	ws := b.comps.WindowingStrategies[inPC.GetWindowingStrategyId()]
-	if !isDefaultTrigger(ws.GetTrigger()) {
+	if countsElements(ws.GetTrigger()) {
 		return nil
 	}
 	if _, ok := b.comps.Coders[pl.GetAccumulatorCoderId()]; !ok {
@@ -107,4 +106,40 @@ func (b *builder) unliftedForm(t *pipepb.PTransform, in, out string) (grouped, c
 		}
 	}
 	return "", "", false
+}
+
+// countsElements reports whether a trigger fires on the number of elements
+// in a pane anywhere in its tree. Lifted, the group-by-key sees one
+// accumulator per key and bundle instead of the elements, so such a
+// trigger would count bundles. Any other trigger fires alike on
+// accumulators: a discarding pane merges the accumulators that arrived
+// since the last firing, an accumulating pane all of them, and either is
+// the combine of the elements they hold.
+func countsElements(t *pipepb.Trigger) bool {
+	switch x := t.GetTrigger().(type) {
+	case *pipepb.Trigger_ElementCount_, *pipepb.Trigger_Always_:
+		return true
+	case *pipepb.Trigger_AfterAll_:
+		return anyCountsElements(x.AfterAll.GetSubtriggers())
+	case *pipepb.Trigger_AfterAny_:
+		return anyCountsElements(x.AfterAny.GetSubtriggers())
+	case *pipepb.Trigger_AfterEach_:
+		return anyCountsElements(x.AfterEach.GetSubtriggers())
+	case *pipepb.Trigger_AfterEndOfWindow_:
+		return countsElements(x.AfterEndOfWindow.GetEarlyFirings()) || countsElements(x.AfterEndOfWindow.GetLateFirings())
+	case *pipepb.Trigger_OrFinally_:
+		return countsElements(x.OrFinally.GetMain()) || countsElements(x.OrFinally.GetFinally())
+	case *pipepb.Trigger_Repeat_:
+		return countsElements(x.Repeat.GetSubtrigger())
+	}
+	return false
+}
+
+func anyCountsElements(ts []*pipepb.Trigger) bool {
+	for _, t := range ts {
+		if countsElements(t) {
+			return true
+		}
+	}
+	return false
 }
