@@ -477,11 +477,19 @@ func (s *SDKStage) runBundle(ctx context.Context, in [][]byte, fired []timers.Ti
 }
 
 // commit sends a finished bundle's outputs on and keeps its residuals.
+// The elements are cut out of the frames the SDK sent, as a streamed
+// bundle's are, so its output is not joined into a second copy.
 func (s *SDKStage) commit(ctx context.Context, res *fnapi.BundleResult) error {
-	for i, sink := range s.Spec.Sinks {
-		if err := s.emit(ctx, i, res.Outputs[sink]); err != nil {
-			return fmt.Errorf("stage %s: output %s: %w", s.Spec.Name, sink, err)
+	out := s.newOutStream(ctx, s.Spec.Sinks, nil)
+	for _, sink := range s.Spec.Sinks {
+		for _, f := range res.Outputs[sink] {
+			if err := out.take(sink, f); err != nil {
+				return err
+			}
 		}
+	}
+	if err := out.end(); err != nil {
+		return err
 	}
 	return s.residuals(res.Response)
 }
@@ -489,28 +497,6 @@ func (s *SDKStage) commit(ctx context.Context, res *fnapi.BundleResult) error {
 // emitBatch bounds the elements sent downstream in one message, so a large
 // bundle's output flows on in pieces rather than as one huge batch.
 const emitBatch = 1024
-
-// emit cuts a sink's concatenated output into elements and sends them on
-// output port in batches of emitBatch.
-func (s *SDKStage) emit(ctx context.Context, port int, b []byte) error {
-	c := s.Spec.SinkCodecs[port]
-	batch := make([][]byte, 0, emitBatch)
-	for len(b) > 0 {
-		n, err := c.Measure(b)
-		if err != nil {
-			return err
-		}
-		batch = append(batch, b[:n:n])
-		b = b[n:]
-		if len(batch) == emitBatch {
-			if err := s.Out.Emit(ctx, port, batch); err != nil {
-				return err
-			}
-			batch = make([][]byte, 0, emitBatch)
-		}
-	}
-	return s.Out.Emit(ctx, port, batch)
-}
 
 func (s *SDKStage) residuals(resp *fnpb.ProcessBundleResponse) error {
 	roots := resp.GetResidualRoots()
@@ -693,7 +679,7 @@ func (s *SDKStage) truncate(ctx context.Context) error {
 		return fmt.Errorf("stage %s: truncate restrictions on drain: %w", s.Spec.Name, err)
 	}
 	s.truncated = true
-	b := res.Outputs[s.Spec.TruncateSink]
+	b := res.Outputs[s.Spec.TruncateSink].Bytes()
 	for len(b) > 0 {
 		n, err := s.Spec.MainCodec.Measure(b)
 		if err != nil {

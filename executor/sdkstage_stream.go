@@ -57,9 +57,10 @@ func (s *SDKStage) streams() bool {
 	return us == nil || !us.Producer || us.Switch.mode.Load() != unliftUndecided
 }
 
-// outStream takes one attempt of a streamed bundle's output, frame by
-// frame, cuts it into elements (a frame may end inside one) and emits
-// them in batches of up to emitBatch. mu, if set, serialises the emits of
+// outStream takes one attempt of a streamed bundle's output, or a
+// buffered bundle's when it commits, frame by frame, cuts it into
+// elements (a frame may end inside one) and emits them in batches of up
+// to emitBatch. mu, if set, serialises the emits of
 // bundles that run at once (split.go).
 type outStream struct {
 	ctx   context.Context

@@ -29,6 +29,12 @@ var twoByteCodec = wire.NewCodec(func([]byte) (int, error) { return 0, nil }, fu
 // workers fake(1), fake(2)... into sink.
 func streamGraph(t *testing.T, n int, fake func(int) *fnapitest.Worker, sink Operator) (*fakeWorkers, []string, error) {
 	t.Helper()
+	return sdkGraph(t, n, fake, sink, true)
+}
+
+// sdkGraph is streamGraph with the stage's output streamed or buffered.
+func sdkGraph(t *testing.T, n int, fake func(int) *fnapitest.Worker, sink Operator, stream bool) (*fakeWorkers, []string, error) {
+	t.Helper()
 	srv, err := fnapi.NewServer(fnapi.Options{JobID: "job"})
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +45,7 @@ func streamGraph(t *testing.T, n int, fake func(int) *fnapitest.Worker, sink Ope
 	var warns []string
 	spec := &SDKStageSpec{Name: "stage", Env: "env", DescriptorID: "d", Source: "src",
 		Sinks: []string{"sink"}, SinkCodecs: []*wire.Codec{twoByteCodec}, Workers: workers,
-		MaxElems: n, StreamOutput: true,
+		MaxElems: n, StreamOutput: stream,
 		Warn: func(m string) { mu.Lock(); warns = append(warns, m); mu.Unlock() }}
 	g := &Graph{Nodes: []*Node{
 		{Name: "src", Parallelism: 1, Outputs: 1, NewSource: func(int, *Output) (Source, error) { return elemSource{n}, nil }},
@@ -112,22 +118,25 @@ func checkElems(t *testing.T, got [][]byte, n int) {
 	}
 }
 
-// TestStreamedOutputCutAcrossFrames: the SDK may end a data frame inside
-// an element; the stage still emits whole elements, each once.
-func TestStreamedOutputCutAcrossFrames(t *testing.T) {
-	for _, size := range []int{1, 5, 16, 17, 1000} {
-		t.Run(fmt.Sprint(size), func(t *testing.T) {
-			const n = 40
-			var mu sync.Mutex
-			var got [][]byte
-			fake := func(int) *fnapitest.Worker {
-				return &fnapitest.Worker{Echo: map[string]string{"src": "sink"}, Produce: echoFrames(size)}
-			}
-			if _, _, err := streamGraph(t, n, fake, collect{&mu, &got}); err != nil {
-				t.Fatal(err)
-			}
-			checkElems(t, got, n)
-		})
+// TestOutputCutAcrossFrames: the SDK may end a data frame inside an
+// element; the stage still emits whole elements, each once, streamed or
+// buffered (which cuts the frames as they came, not joined).
+func TestOutputCutAcrossFrames(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		for _, size := range []int{1, 5, 16, 17, 1000} {
+			t.Run(fmt.Sprintf("stream=%v/%d", stream, size), func(t *testing.T) {
+				const n = 40
+				var mu sync.Mutex
+				var got [][]byte
+				fake := func(int) *fnapitest.Worker {
+					return &fnapitest.Worker{Echo: map[string]string{"src": "sink"}, Produce: echoFrames(size)}
+				}
+				if _, _, err := sdkGraph(t, n, fake, collect{&mu, &got}, stream); err != nil {
+					t.Fatal(err)
+				}
+				checkElems(t, got, n)
+			})
+		}
 	}
 }
 
@@ -149,20 +158,22 @@ func TestComplete(t *testing.T) {
 	}
 }
 
-// TestStreamedOutputEndsInsideElement: a bundle whose output ends with
-// part of an element fails the stage, naming it.
-func TestStreamedOutputEndsInsideElement(t *testing.T) {
-	var mu sync.Mutex
-	var got [][]byte
-	fake := func(int) *fnapitest.Worker {
-		return &fnapitest.Worker{Echo: map[string]string{"src": "sink"},
-			Produce: func(in fnapitest.BundleIn, emit func(string, []byte), _ func()) {
-				emit("sink", in.Data["src"][:len(in.Data["src"])-1])
-			}}
-	}
-	_, _, err := streamGraph(t, 3, fake, collect{&mu, &got})
-	if !errors.Is(err, wire.ErrShort) || !strings.Contains(err.Error(), "stage stage: output sink ends with") {
-		t.Fatalf("error %v, want one naming the stage's cut-off output", err)
+// TestOutputEndsInsideElement: a bundle whose output ends with part of
+// an element fails the stage, naming it, streamed or buffered.
+func TestOutputEndsInsideElement(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		var mu sync.Mutex
+		var got [][]byte
+		fake := func(int) *fnapitest.Worker {
+			return &fnapitest.Worker{Echo: map[string]string{"src": "sink"},
+				Produce: func(in fnapitest.BundleIn, emit func(string, []byte), _ func()) {
+					emit("sink", in.Data["src"][:len(in.Data["src"])-1])
+				}}
+		}
+		_, _, err := sdkGraph(t, 3, fake, collect{&mu, &got}, stream)
+		if !errors.Is(err, wire.ErrShort) || !strings.Contains(err.Error(), "stage stage: output sink ends with") {
+			t.Errorf("stream=%v: error %v, want one naming the stage's cut-off output", stream, err)
+		}
 	}
 }
 

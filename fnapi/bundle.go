@@ -66,8 +66,9 @@ type BundleRequest struct {
 type BundleResult struct {
 	// Instruction names the bundle for FinalizeBundle.
 	Instruction string
-	// Outputs maps each sink transform to its elements, concatenated.
-	Outputs map[string][]byte
+	// Outputs maps each sink transform to its elements, concatenated, in
+	// the frames they came in.
+	Outputs map[string]Frames
 	// Timers maps each timer family to the timers the bundle set or
 	// cleared, encoded and concatenated.
 	Timers   map[TimerFamily][]byte
@@ -273,14 +274,14 @@ func (w *Worker) Process(ctx context.Context, req BundleRequest) (*BundleResult,
 	if b.err != nil {
 		return nil, b.err
 	}
-	res := &BundleResult{Instruction: id, Outputs: make(map[string][]byte, len(b.outputs)), Response: resp.GetProcessBundle()}
+	res := &BundleResult{Instruction: id, Outputs: make(map[string]Frames, len(b.outputs)), Response: resp.GetProcessBundle()}
 	for k, v := range b.outputs {
-		res.Outputs[k] = v.join()
+		res.Outputs[k] = v.parts
 	}
 	if len(b.timers) > 0 {
 		res.Timers = make(map[TimerFamily][]byte, len(b.timers))
 		for k, v := range b.timers {
-			res.Timers[k] = v.join()
+			res.Timers[k] = v.parts.Bytes()
 		}
 	}
 	return res, nil

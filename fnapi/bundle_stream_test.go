@@ -52,8 +52,8 @@ func TestStreamHandsOverWhileBundleRuns(t *testing.T) {
 	if len(got.frames) != 2 || string(got.frames[0]) != "first" || string(got.frames[1]) != "in" || got.sinks[0] != "sink" {
 		t.Errorf("streamed %q to %q, want [first in] to sink", got.frames, got.sinks)
 	}
-	if len(res.Outputs["sink"]) != 0 {
-		t.Errorf("result holds %d output bytes of a streamed bundle, want none", len(res.Outputs["sink"]))
+	if len(res.Outputs["sink"].Bytes()) != 0 {
+		t.Errorf("result holds %d output bytes of a streamed bundle, want none", len(res.Outputs["sink"].Bytes()))
 	}
 }
 

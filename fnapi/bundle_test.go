@@ -60,8 +60,8 @@ func TestProcessBatchesAndReturnsOutputs(t *testing.T) {
 				errs <- err
 				return
 			}
-			if !bytes.Equal(res.Outputs["sink"], want) {
-				errs <- fmt.Errorf("bundle %d: got %d bytes back, want %d of its own", b, len(res.Outputs["sink"]), len(want))
+			if !bytes.Equal(res.Outputs["sink"].Bytes(), want) {
+				errs <- fmt.Errorf("bundle %d: got %d bytes back, want %d of its own", b, len(res.Outputs["sink"].Bytes()), len(want))
 			}
 		}()
 	}

@@ -1,13 +1,41 @@
 package fnapi
 
-// frames gathers one output stream of a bundle as the SDK sends it: each
-// data frame is kept as received (its bytes are the frame's own, not a
-// buffer gRPC reuses) and they are joined once, when the bundle ends. A
-// growing buffer would copy a large bundle's output about twice over and
-// hold up to twice its size, and the runner keeps an SDF bundle's output
-// until the bundle commits.
+// Frames is one output stream of a bundle as the SDK sent it: its data
+// frames in order, each the frame's own bytes (not a buffer gRPC reuses).
+// An element may begin in one frame and end in a later one. The runner
+// cuts elements out of the frames where they lie; joining them would hold
+// a large bundle's output twice at once.
+type Frames [][]byte
+
+// Len returns the stream's bytes.
+func (f Frames) Len() int {
+	n := 0
+	for _, p := range f {
+		n += len(p)
+	}
+	return n
+}
+
+// Bytes returns the stream as one slice: the only frame itself, or one
+// copy of all of them.
+func (f Frames) Bytes() []byte {
+	switch len(f) {
+	case 0:
+		return nil
+	case 1:
+		return f[0]
+	}
+	b := make([]byte, 0, f.Len())
+	for _, p := range f {
+		b = append(b, p...)
+	}
+	return b
+}
+
+// frames gathers one output stream of a bundle as the SDK sends it, and
+// counts its bytes (Buffered, OutputLimit).
 type frames struct {
-	parts [][]byte
+	parts Frames
 	n     int
 }
 
@@ -17,23 +45,6 @@ func (f *frames) add(p []byte) {
 	}
 	f.parts = append(f.parts, p)
 	f.n += len(p)
-}
-
-// join returns the stream's bytes as one slice: the only frame itself, or
-// one copy of all of them.
-func (f *frames) join() []byte {
-	switch len(f.parts) {
-	case 0:
-		return nil
-	case 1:
-		return f.parts[0]
-	}
-	b := make([]byte, 0, f.n)
-	for _, p := range f.parts {
-		b = append(b, p...)
-	}
-	f.parts = nil
-	return b
 }
 
 // nextFrame returns how many of els go in the next frame, and their bytes:

@@ -2,7 +2,7 @@ package fnapi
 
 import "testing"
 
-func TestFramesJoin(t *testing.T) {
+func TestFramesBytes(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		parts []string
@@ -21,20 +21,23 @@ func TestFramesJoin(t *testing.T) {
 			if f.n != len(tc.want) {
 				t.Errorf("n = %d, want %d", f.n, len(tc.want))
 			}
-			if got := f.join(); string(got) != tc.want {
-				t.Errorf("join = %q, want %q", got, tc.want)
+			if f.parts.Len() != len(tc.want) {
+				t.Errorf("Len = %d, want %d", f.parts.Len(), len(tc.want))
+			}
+			if got := f.parts.Bytes(); string(got) != tc.want {
+				t.Errorf("Bytes = %q, want %q", got, tc.want)
 			}
 		})
 	}
 }
 
 // A single frame is handed on as received, not copied.
-func TestFramesJoinOneFrameNoCopy(t *testing.T) {
+func TestFramesBytesOneFrameNoCopy(t *testing.T) {
 	p := []byte("abc")
 	var f frames
 	f.add(p)
-	if got := f.join(); &got[0] != &p[0] {
-		t.Error("join copied the only frame")
+	if got := f.parts.Bytes(); &got[0] != &p[0] {
+		t.Error("Bytes copied the only frame")
 	}
 }
 

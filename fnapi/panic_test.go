@@ -93,7 +93,7 @@ func TestHandlerPanicFailsItsWorkersBundles(t *testing.T) {
 
 			res, err := good.Process(ctx(t), fnapi.BundleRequest{DescriptorID: "d",
 				Inputs: []fnapi.Input{{TransformID: "src", Elements: [][]byte{{7}}}}, Outputs: []string{"sink"}})
-			if err != nil || string(res.Outputs["sink"]) != "\x07" {
+			if err != nil || string(res.Outputs["sink"].Bytes()) != "\x07" {
 				t.Errorf("the other job's worker: %v, %v", res, err)
 			}
 		})

@@ -46,7 +46,7 @@ func TestSplitInFlightBundle(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	out := r.res.Outputs["sink"]
+	out := r.res.Outputs["sink"].Bytes()
 	n := uint32(0)
 	for len(out) > 0 { // 13 bytes of header, 4 of value
 		if p := fnapitest.Position(out[:17]); p != n {
