@@ -43,6 +43,16 @@ type Placement struct {
 	Serial bool
 }
 
+// Parallel is implemented by the Config of a source that can read as
+// several subtasks, each its share of the input (a Kafka read's
+// partitions): when its own configuration sets no parallelism, the job's
+// source parallelism (translate.Options.SourceParallelism) does.
+type Parallel interface {
+	// DefaultParallelism sets the subtasks the source runs as unless its
+	// configuration sets them. n is positive.
+	DefaultParallelism(n int)
+}
+
 // OutputCoder is implemented by connectors whose output elements are
 // encoded in a coder their payload names rather than their output
 // PCollection's (Python's TestStream, typed by hints). Translate then

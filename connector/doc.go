@@ -31,5 +31,6 @@
 // implements OutputCoder has its output re-encoded by the SDK when it
 // differs from the output PCollection's coder; one that implements Paths
 // has its transforms' paths checked against the folders a confined server
-// allows.
+// allows; a Config that implements Parallel takes the job's source
+// parallelism when its own configuration sets none.
 package connector

@@ -10,6 +10,7 @@ const (
 	AdaptiveUnlift     = "weir_adaptive_unlift"
 	InputSpreadWarning = "weir_input_spread_warning"
 	InlineGroupBytes   = "weir_inline_group_bytes"
+	SourceParallelism  = "weir_source_parallelism"
 
 	MaxBundleElements  = "weir_max_bundle_elements"
 	MaxBundleBytes     = "weir_max_bundle_bytes"
@@ -105,6 +106,12 @@ var declared = []Option{
 	{Name: InlineGroupBytes, Kind: Int, Group: "plan", Default: "4194304",
 		Usage: "bytes of a group's values sent to the SDK inline; the rest is read from the runner's store (0: the default, 4 MiB; negative: always whole)",
 		field: func(o *Options) any { return &o.InlineGroupBytes }},
+	// Beam's Flink runner reads a Kafka topic with --parallelism
+	// subtasks; a Kafka read's own `parallelism` has no Python or Java
+	// spelling (docs/kafka.md, Parallelism).
+	{Name: SourceParallelism, Kind: Int, Group: "plan", Unset: "each source's own: 1 for a Kafka read", check: positive,
+		Usage: "subtasks of every source that reads its input in shares (a Kafka read's partitions) and whose configuration sets no parallelism",
+		field: func(o *Options) any { return &o.SourceParallelism }},
 	{Name: InputSpreadWarning, Kind: Duration, Group: "plan", Default: "10m", check: nonNegative,
 		Usage: "warn when the inputs of a join or flatten are this far apart in event time (0: never)",
 		field: func(o *Options) any { return &o.InputSpreadWarning }},

@@ -123,6 +123,8 @@ type Options struct {
 	AdaptiveUnlift     bool
 	InputSpreadWarning time.Duration
 	InlineGroupBytes   int
+	// SourceParallelism is 0 when the job does not set it.
+	SourceParallelism int
 
 	// Zero bounds leave the executor's defaults.
 	MaxBundleElements int

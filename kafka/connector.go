@@ -158,13 +158,21 @@ func sameType(got, want *pipepb.FieldType) error {
 }
 
 // readStage is a decoded Kafka read.
-type readStage struct{ cfg *kafkaio.ReadConfig }
+type readStage struct {
+	cfg *kafkaio.ReadConfig
+	// jobDefault is the job's source parallelism, 0 when it sets none.
+	jobDefault int
+}
+
+// DefaultParallelism implements connector.Parallel.
+func (r *readStage) DefaultParallelism(n int) { r.jobDefault = n }
 
 // Config returns the read's configuration.
 func (r *readStage) Config() *kafkaio.ReadConfig { return r.cfg }
 
 // Placement implements connector.Config: the read's parallelism, one
-// subtask unless its configuration asks for more. Each subtask emits the
+// subtask unless its configuration or the job's source parallelism asks
+// for more. Each subtask emits the
 // minimum over its own partitions and says in-band when they are all idle
 // (or it owns none), so its consumers' minimum over subtasks is the
 // minimum over partitions that one subtask would compute.
@@ -177,8 +185,14 @@ func (r *readStage) Placement() connector.Placement {
 	return connector.Placement{Parallelism: r.parallelism()}
 }
 
-// parallelism returns the number of subtasks the read runs as.
-func (r *readStage) parallelism() int { return max(r.cfg.Parallelism, 1) }
+// parallelism returns the number of subtasks the read runs as: its
+// configuration's, else the job's, else one.
+func (r *readStage) parallelism() int {
+	if r.cfg.Parallelism > 0 {
+		return r.cfg.Parallelism
+	}
+	return max(r.jobDefault, 1)
+}
 
 // Build implements connector.Config.
 func (r *readStage) Build(b *connector.BuildContext) (connector.Node, error) {

@@ -239,6 +239,17 @@ func TestReadPlacement(t *testing.T) {
 	if srcs[3].Options.Budget == srcs[0].Options.Budget || srcs[4].Options.Budget != srcs[3].Options.Budget {
 		t.Error("a second run of the graph does not get a budget of its own")
 	}
+	// The job's source parallelism applies where the read sets none.
+	jobs := &readStage{cfg: &kafkaio.ReadConfig{Topics: []string{"in"}}}
+	jobs.DefaultParallelism(4)
+	own := &readStage{cfg: &kafkaio.ReadConfig{Topics: []string{"in"}, Parallelism: 2}}
+	own.DefaultParallelism(4)
+	if got := jobs.Placement().Parallelism; got != 4 {
+		t.Errorf("no parallelism of its own, job's 4: placement %d", got)
+	}
+	if got := own.Placement().Parallelism; got != 2 {
+		t.Errorf("its own parallelism 2, job's 4: placement %d", got)
+	}
 	if _, err := kafkaio.DecodeRead([]byte(`{"bootstrap_servers":["x"],"topics":["in"],"parallelism":-1}`)); err == nil ||
 		!strings.Contains(err.Error(), "parallelism") {
 		t.Errorf("parallelism -1: %v", err)

@@ -136,3 +136,37 @@ def test_write_with_headers_refused(server, kfake):
         expansion_service=server.expansion_address)
   assert "kafka_write_with_headers" in str(e.value)
   assert "not supported" in str(e.value)
+
+
+def test_source_parallelism():
+  """--weir_source_parallelism spreads a ReadFromKafka, which has no
+  parallelism of its own, over that many subtasks, and reads every record
+  once."""
+  import json
+  import urllib.request
+  http_port = weirtest.free_port()
+  srv = weirtest.Server("--http-addr=127.0.0.1:%d" % http_port, expansion=True)
+  k = weirtest.Kfake(partitions=4)
+  try:
+    t = "py-par-" + uuid.uuid4().hex[:8]
+    write(srv, k, t)
+    config = {"bootstrap.servers": k.bootstrap, "auto.offset.reset": "earliest"}
+    with beam.Pipeline(options=options(srv, "--weir_source_parallelism=2")) as p:
+      recs = p | ReadFromKafka(
+          consumer_config=config, topics=[t], max_num_records=N,
+          expansion_service=srv.expansion_address)
+      assert_that(recs, equal_to(RECORDS))
+
+    def get(path):
+      with urllib.request.urlopen("http://127.0.0.1:%d%s" % (http_port, path)) as r:
+        return json.load(r)
+
+    jobs = get("/api/jobs")
+    last = max(jobs, key=lambda j: j["start"])
+    stages = get("/api/jobs/%s" % last["id"])["stages"]
+    reads = [s for s in stages if "ReadFromKafka" in s["name"]]
+    assert [s["parallelism"] for s in reads] == [2], stages
+    assert sum(s["elementsOut"] for s in reads) == N, reads
+  finally:
+    k.stop()
+    srv.stop()

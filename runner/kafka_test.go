@@ -184,3 +184,49 @@ func init() { register.Function2x1(kafkaKeyOf) }
 func passertKeys(s beam.Scope, col beam.PCollection, keys ...any) {
 	passert.Equals(s, beam.ParDo(s, kafkaKeyOf, col), keys...)
 }
+
+// TestKafkaSourceParallelismOption: a Kafka read whose configuration sets
+// no parallelism runs as --weir_source_parallelism subtasks, as a Python
+// or Java pipeline (whose read has no such field) would ask, and every
+// record is read once.
+func TestKafkaSourceParallelismOption(t *testing.T) {
+	c := kafkatest.Fake(t)
+	topic := c.Topic(t, "spread", 8)
+	const n = 400
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % 8), Key: []byte(fmt.Sprint("k", i%4)), Value: []byte("v")})
+	}
+	pcl := c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := pcl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	beam.Init()
+	p, s := beam.NewPipelineWithRoot()
+	in := kafkaio.Read(s, kafkaio.ReadConfig{BootstrapServers: c.Addrs, Topics: []string{topic}, MaxRecords: n})
+	passert.Count(s, beam.ParDo(s, kafkaKey, in), "records", n)
+	beam.PipelineOptions.Set(SourceParallelismOption, "4")
+	defer beam.PipelineOptions.Set(SourceParallelismOption, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := Execute(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	jobs := inProcessServer().Jobs()
+	var read []string
+	for _, st := range jobs[len(jobs)-1].View().Stages {
+		if !strings.Contains(st.Name, "kafkaio.Read") {
+			continue
+		}
+		read = append(read, fmt.Sprint(st.Parallelism))
+		for _, sub := range st.Subtasks {
+			// Two partitions of 50 records each per subtask.
+			if sub.ElementsOut != 2*n/8 {
+				t.Errorf("subtask %d of the read emitted %d records, want %d", sub.Index, sub.ElementsOut, 2*n/8)
+			}
+		}
+	}
+	if len(read) != 1 || read[0] != "4" {
+		t.Errorf("the read's stages ran with parallelism %v, want one with 4", read)
+	}
+}

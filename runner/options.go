@@ -19,6 +19,7 @@ const (
 	AdaptiveUnliftOption              = joboptions.AdaptiveUnlift
 	SpreadWarningOption               = joboptions.InputSpreadWarning
 	InlineGroupOption                 = joboptions.InlineGroupBytes
+	SourceParallelismOption           = joboptions.SourceParallelism
 	MaxBundleElementsOption           = joboptions.MaxBundleElements
 	MaxBundleBytesOption              = joboptions.MaxBundleBytes
 	MaxBundleTimeOption               = joboptions.MaxBundleTime
@@ -60,6 +61,7 @@ func translateOptions(j *Job, o translate.Options) (translate.Options, error) {
 	if opts.IsSet(joboptions.AdaptiveUnlift) {
 		o.NoUnlift = !opts.AdaptiveUnlift
 	}
+	o.SourceParallelism = opts.SourceParallelism
 	return o, nil
 }
 

@@ -29,6 +29,10 @@ type Options struct {
 	// model's primitives; a transform of another URN runs in an SDK or is
 	// refused.
 	Connectors *connector.Registry
+	// SourceParallelism, when positive, is the subtasks of every connector
+	// source that reads in shares (connector.Parallel) and whose own
+	// configuration sets none.
+	SourceParallelism int
 }
 
 // Build validates p and turns it into a plan. Every problem found is
@@ -76,6 +80,9 @@ func Build(p *pipepb.Pipeline, opts Options) (*Plan, error) {
 	}
 	for _, id := range leaves {
 		if cfg, ok := b.natives[id]; ok {
+			if p, ok := cfg.(connector.Parallel); ok && opts.SourceParallelism > 0 {
+				p.DefaultParallelism(opts.SourceParallelism)
+			}
 			b.placeNative(id, cfg)
 		} else {
 			b.place(id)

@@ -45,6 +45,12 @@ public interface WeirPipelineOptions extends PipelineOptions {
 
   void setWeirInlineGroupBytes(Long value);
 
+  /** {@code --weirSourceParallelism}: subtasks of every source that reads its input in shares (a Kafka read's partitions) and whose configuration sets no parallelism. */
+  @Description("subtasks of every source that reads its input in shares (a Kafka read's partitions) and whose configuration sets no parallelism (int; default: each source's own: 1 for a Kafka read)")
+  Long getWeirSourceParallelism();
+
+  void setWeirSourceParallelism(Long value);
+
   /** {@code --weirInputSpreadWarning}: warn when the inputs of a join or flatten are this far apart in event time (0: never). */
   @Description("warn when the inputs of a join or flatten are this far apart in event time (0: never) (duration; default: 10m)")
   String getWeirInputSpreadWarning();
