@@ -75,6 +75,21 @@ type Output struct {
 	ann *watermarkmgr.Announcer
 }
 
+// Keeps reports whether Emit on port may hand the elems slice itself
+// downstream. When it does not (every edge hash-partitions into buckets
+// of its own), the caller may reuse the slice once Emit returns.
+func (o *Output) Keeps(port int) bool {
+	if port < 0 || port >= len(o.ports) {
+		return true
+	}
+	for _, e := range o.ports[port] {
+		if e.part != Hash || e.consumers() == 1 {
+			return true
+		}
+	}
+	return false
+}
+
 // Emit sends elements to every edge of output port.
 func (o *Output) Emit(ctx context.Context, port int, elems [][]byte) error {
 	if len(elems) == 0 {

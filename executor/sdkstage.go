@@ -478,11 +478,16 @@ func (s *SDKStage) runBundle(ctx context.Context, in [][]byte, fired []timers.Ti
 
 // commit sends a finished bundle's outputs on and keeps its residuals.
 // The elements are cut out of the frames the SDK sent, as a streamed
-// bundle's are, so its output is not joined into a second copy.
+// bundle's are, so its output is not joined into a second copy; and each
+// frame is let go once cut, so it is freed as soon as downstream is done
+// with its elements (a group-by-key copies them), not when the whole
+// output has gone.
 func (s *SDKStage) commit(ctx context.Context, res *fnapi.BundleResult) error {
 	out := s.newOutStream(ctx, s.Spec.Sinks, nil)
 	for _, sink := range s.Spec.Sinks {
-		for _, f := range res.Outputs[sink] {
+		frames := res.Outputs[sink]
+		for i, f := range frames {
+			frames[i] = nil
 			if err := out.take(sink, f); err != nil {
 				return err
 			}

@@ -74,12 +74,22 @@ type outStream struct {
 	// failed half way); sent counts the elements emitted.
 	left bool
 	sent int
+	// scratch holds, per output port whose edges all copy what they are
+	// given (Output.Keeps), the batch slice to cut the next frame into;
+	// nil for a port whose batches go downstream as they are.
+	scratch [][][]byte
 }
 
 func (s *SDKStage) newOutStream(ctx context.Context, sinks []string, mu *sync.Mutex) *outStream {
-	o := &outStream{ctx: ctx, s: s, mu: mu, ports: make(map[string]int, len(sinks)), part: make([][]byte, len(sinks))}
+	o := &outStream{ctx: ctx, s: s, mu: mu, ports: make(map[string]int, len(sinks)), part: make([][]byte, len(sinks)),
+		scratch: make([][][]byte, len(sinks))}
 	for i, sink := range sinks {
 		o.ports[sink] = i
+		if !s.Out.Keeps(i) {
+			// A batch per element would be the stage's largest garbage
+			// (24 bytes per element) on a shuffle of small values.
+			o.scratch[i] = make([][]byte, 0, emitBatch)
+		}
 	}
 	return o
 }
@@ -91,7 +101,7 @@ func (o *outStream) take(sink string, data []byte) error {
 		return fmt.Errorf("stage %s: output for unknown sink %s", o.s.Spec.Name, sink)
 	}
 	c := o.s.Spec.SinkCodecs[port]
-	batch := make([][]byte, 0, min(emitBatch, len(data)/16+1))
+	batch := o.newBatch(port, len(data))
 	if len(o.part[port]) > 0 {
 		elem, rest, err := complete(c, o.part[port], data)
 		if err != nil {
@@ -120,10 +130,19 @@ func (o *outStream) take(sink string, data []byte) error {
 			if err := o.emit(port, batch); err != nil {
 				return err
 			}
-			batch = make([][]byte, 0, emitBatch)
+			batch = o.newBatch(port, len(data))
 		}
 	}
 	return o.emit(port, batch)
+}
+
+// newBatch returns an empty batch for port, for a frame of n bytes left:
+// its scratch slice when its edges copy, else a new one.
+func (o *outStream) newBatch(port, n int) [][]byte {
+	if o.scratch[port] != nil {
+		return o.scratch[port][:0]
+	}
+	return make([][]byte, 0, min(emitBatch, n/16+1))
 }
 
 func (o *outStream) emit(port int, batch [][]byte) error {
