@@ -62,11 +62,18 @@ type sdfTask struct {
 	// drainSplit is set while a checkpoint split for a drain is asked of
 	// the running attempt.
 	drainSplit bool
-	inst       string    // the running attempt's instruction, once sent
-	started    time.Time // when the running attempt's input was sent
-	reports    int       // runaway reports made of the running attempt
-	since      time.Time // start or last split
-	backoff    time.Duration
+	// stopping says the running attempt accepted a split that keeps none
+	// of its remainder: it ends at its next claim, and is not asked again.
+	stopping bool
+	// heldEnd, when above end, says in[end:heldEnd] was given up by a
+	// checkpoint's channel split and waits for the attempt to end
+	// (split_held.go).
+	heldEnd int
+	inst     string    // the running attempt's instruction, once sent
+	started  time.Time // when the running attempt's input was sent
+	reports  int       // runaway reports made of the running attempt
+	since    time.Time // start or last split
+	backoff  time.Duration
 	// use is how the running attempt runs the stage's precombines;
 	// liftWatch says a precombining attempt's progress is watched
 	// (liftsplit.go), liftStop that it is to stop early.
@@ -161,6 +168,7 @@ type sdfEvent struct {
 
 	splitDone bool // a split was answered, with split or err
 	split     *fnpb.ProcessBundleSplitResponse
+	fraction  float64 // the split asked for
 
 	progressDone bool // a progress report came, with progress or err
 	progress     *fnpb.ProcessBundleProgressResponse
@@ -345,7 +353,7 @@ func (r *sdfRun) askSplit(t *sdfTask, fraction float64) {
 	w, inst := t.worker, t.inst
 	r.goContained("split", func() {
 		sr, err := w.Split(r.ctx, req)
-		r.send(sdfEvent{task: t, inst: inst, splitDone: true, split: sr, err: err})
+		r.send(sdfEvent{task: t, inst: inst, splitDone: true, split: sr, err: err, fraction: fraction})
 	})
 }
 
@@ -412,13 +420,14 @@ func (r *sdfRun) overLimit() {
 	}
 }
 
+
 // checkpointLarge asks a bundle that has buffered more than maxBundleOutput
 // to stop at its next claim; the rest runs as a bundle of its own. It
 // reports whether it asked.
 func (r *sdfRun) checkpointLarge() bool {
 	limit := r.outputLimit()
 	for t := range r.running {
-		if t.inst == "" || t.worker.Buffered(t.inst) < limit {
+		if t.inst == "" || t.stopping || t.worker.Buffered(t.inst) < limit {
 			continue
 		}
 		r.askSplit(t, 0)
@@ -484,6 +493,10 @@ func (r *sdfRun) splitAnswered(t *sdfTask, ev sdfEvent) error {
 		return nil
 	}
 	t.since, t.backoff = time.Now(), 0
+	t.stopping = t.stopping || ev.fraction == 0
+	if t.holdChannelResidual(ev, len(res)) {
+		return nil
+	}
 	if t.drainSplit {
 		// What a drain cut off waits with the stage's other residuals, to
 		// be truncated before it runs.
@@ -499,6 +512,7 @@ func (r *sdfRun) splitAnswered(t *sdfTask, ev sdfEvent) error {
 // again, unlifted, when its combine is to run so (unlift.go).
 func (r *sdfRun) finished(t *sdfTask, res *fnapi.BundleResult) error {
 	if r.s.rerun(t.use, !t.unsure && t.out == nil, res) {
+		r.releaseHeld(t, -1) // the attempt's output is dropped
 		if t.out != nil {
 			return fmt.Errorf("stage %s: bundle %s streamed its output and was to run again unlifted", r.s.Spec.Name, t.inst)
 		}
@@ -510,6 +524,7 @@ func (r *sdfRun) finished(t *sdfTask, res *fnapi.BundleResult) error {
 		r.queue = append([]*sdfTask{t}, r.queue...)
 		return nil
 	}
+	r.releaseHeld(t, readIndex(res, r.s.Spec.Source))
 	if err := r.s.succeeded(r.ctx, t.worker, res, t.use); err != nil {
 		return err
 	}
@@ -560,6 +575,7 @@ func (r *sdfRun) failed(t *sdfTask, err error) error {
 		s.worker = w
 	}
 	s.Out.stats.retry()
+	r.releaseHeld(t, -1) // the attempt's work is void: all of it runs again
 	t.retry()
 	r.queue = append([]*sdfTask{t}, r.queue...)
 	return nil
