@@ -69,11 +69,11 @@ type sdfTask struct {
 	// checkpoint's channel split and waits for the attempt to end
 	// (split_held.go).
 	heldEnd int
-	inst     string    // the running attempt's instruction, once sent
-	started  time.Time // when the running attempt's input was sent
-	reports  int       // runaway reports made of the running attempt
-	since    time.Time // start or last split
-	backoff  time.Duration
+	inst    string    // the running attempt's instruction, once sent
+	started time.Time // when the running attempt's input was sent
+	reports int       // runaway reports made of the running attempt
+	since   time.Time // start or last split
+	backoff time.Duration
 	// use is how the running attempt runs the stage's precombines;
 	// liftWatch says a precombining attempt's progress is watched
 	// (liftsplit.go), liftStop that it is to stop early.
@@ -419,7 +419,6 @@ func (r *sdfRun) overLimit() {
 	default:
 	}
 }
-
 
 // checkpointLarge asks a bundle that has buffered more than maxBundleOutput
 // to stop at its next claim; the rest runs as a bundle of its own. It
