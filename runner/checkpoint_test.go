@@ -158,6 +158,7 @@ func TestCheckpointsOfAStreamingJob(t *testing.T) {
 				t.Fatalf("%d checkpoints visible (%v), want at least 3", len(ids), err)
 			}
 			withState := 0
+			newestHasState := false
 			for _, id := range ids {
 				c, err := storage.Verify(id)
 				if err != nil {
@@ -179,6 +180,7 @@ func TestCheckpointsOfAStreamingJob(t *testing.T) {
 				for _, f := range m.Files {
 					if strings.HasSuffix(f.Name, ".sst") {
 						withState++
+						newestHasState = newestHasState || id == ids[0]
 						break
 					}
 				}
@@ -198,8 +200,10 @@ func TestCheckpointsOfAStreamingJob(t *testing.T) {
 					last = row
 				}
 			}
+			// The newest may also come after the drain's last firing emptied
+			// the store: then it holds no state, and writes no bytes.
 			if last.ID != uint64(ids[0]) || last.Status != checkpoint.Completed || last.Subtasks == 0 || last.Trigger.IsZero() ||
-				last.Bytes == 0 || last.Duration <= 0 {
+				(newestHasState && last.Bytes == 0) || last.Duration <= 0 {
 				t.Errorf("metrics of the last checkpoint: %+v; want checkpoint %d completed", last, ids[0])
 			}
 			if len(r.Subtasks) == 0 || r.Subtasks[0].Stage == "" {
